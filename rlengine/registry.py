@@ -73,6 +73,10 @@ class Registry:
     def __iter__(self) -> Iterator[Entry]:
         return iter(self._entries.values())
 
+    def remove_plugin(self, plugin: str) -> None:
+        """Forget every name ``plugin`` registered (its registration failed half-way)."""
+        self._entries = {n: e for n, e in self._entries.items() if e.plugin != plugin}
+
     def names(self) -> list[str]:
         return sorted(self._entries)
 

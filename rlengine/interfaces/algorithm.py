@@ -86,6 +86,21 @@ class Algorithm(tf.Module):
         raise NotImplementedError(f"{type(self).__name__} does not implement rollout()")
 
     # -- learning -----------------------------------------------------------
+    #: Passes over each batch of experience, and rows (sequences for
+    #: recurrent algorithms) per minibatch; 0 means the whole batch.
+    num_epochs: int = 1
+    mini_batch_size: int = 0
+
+    def build(self) -> None:
+        """Create optimizer slots before the first traced update.
+
+        Called once after spec preparation (which created the variables):
+        variables cannot be created inside the update's graph loops.
+        """
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None:
+            optimizer.build(self.trainable_variables)
+
     def preprocess_experience(self, experience: Experience) -> Experience:
         """Called on time-major ``[T, B]`` experience before minibatching.
 
@@ -114,3 +129,4 @@ class Algorithm(tf.Module):
 
     def after_update(self) -> None:
         """Called after each applied update (target networks, counters)."""
+        return None  # autograph cannot convert a body that is only a docstring

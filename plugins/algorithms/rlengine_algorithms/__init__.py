@@ -1,0 +1,1 @@
+"""First-party rlengine algorithms."""

@@ -1,0 +1,171 @@
+"""Advantage actor-critic (A2C) with GAE; PPO subclasses it.
+
+Rows follow the engine's convention: ``reward[t + 1]`` and
+``discount[t + 1]`` belong to the transition out of row ``t``. A row whose
+step is LAST starts no real transition (the environment resets after it),
+so it carries no loss.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import attrs
+import tensorflow as tf
+import tf_keras
+
+from rlengine import Algorithm, Experience, LossInfo, PolicyStep, StepType
+from rlengine_algorithms.networks import ActionHead, Torso, dense
+
+_pos = attrs.validators.gt(0)
+_unit = attrs.validators.and_(attrs.validators.ge(0), attrs.validators.le(1))
+_schedules = attrs.validators.in_(["constant", "linear"])
+
+
+@attrs.define(kw_only=True)
+class ActorCriticConfig:
+    """Options of ``ac`` (TOML section ``[ac]``); PPO adds its own on top."""
+
+    hidden_sizes: list = attrs.field(factory=lambda: [64, 64])  # MLP widths of actor and critic
+    activation: str = attrs.field(default="tanh", validator=attrs.validators.in_(["tanh", "relu", "elu"]))
+    lstm_size: int = attrs.field(default=0, validator=attrs.validators.ge(0))  # 0: no LSTM
+    learning_rate: float = attrs.field(default=7e-4, validator=_pos)
+    lr_schedule: str = attrs.field(default="constant", validator=_schedules)  # linear: decays to 0
+    gamma: float = attrs.field(default=0.99, validator=_unit)
+    gae_lambda: float = attrs.field(default=1.0, validator=_unit)
+    value_coef: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
+    entropy_coef: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    max_grad_norm: float = attrs.field(default=0.5, validator=_pos)  # global-norm clipping
+    normalize_advantages: bool = False
+    num_epochs: int = attrs.field(default=1, validator=_pos)
+    mini_batch_size: int = attrs.field(default=0, validator=attrs.validators.ge(0))  # 0: whole batch
+    init_log_std: float = 0.0  # initial log std of Gaussian policies
+
+
+class RolloutInfo(NamedTuple):
+    dist: object  # action distribution (stored as parameters)
+    value: tf.Tensor
+
+
+class BatchInfo(NamedTuple):
+    """Rollout info after preprocessing: what the loss needs of collection time."""
+
+    old_log_prob: tf.Tensor
+    old_value: tf.Tensor
+    advantage: tf.Tensor
+    ret: tf.Tensor
+    mask: tf.Tensor  # 1 where the row starts a real transition
+
+
+class TrainInfo(NamedTuple):
+    dist: object  # recomputed distribution
+    value: tf.Tensor
+    action: tf.Tensor
+    batch: BatchInfo
+
+
+class LinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
+    """``initial * (1 - progress)``, where progress is the run's fraction done."""
+
+    def __init__(self, initial: float, progress: tf.Variable, linear: bool):
+        self.initial, self.progress, self.linear = initial, progress, linear
+
+    def __call__(self, step):
+        return self.initial * (1.0 - self.progress) if self.linear else tf.constant(self.initial)
+
+    def get_config(self):
+        return {"initial": self.initial, "linear": self.linear}
+
+
+def gae(reward, discount, step_type, value, gamma: float, lam: float):
+    """Advantages and returns of rows ``0..T-1`` from ``[T + 1, B]`` rows."""
+    next_value, next_reward, next_discount = value[1:], reward[1:], discount[1:]
+    delta = next_reward + gamma * next_discount * next_value - value[:-1]
+    # After a LAST row comes a reset: the advantage must not flow across it.
+    carries = tf.cast(step_type[1:] != StepType.LAST, tf.float32) * gamma * lam * next_discount
+
+    def step(acc, xs):
+        d, c = xs
+        return d + c * acc
+
+    advantage = tf.scan(step, (delta, carries), initializer=tf.zeros_like(delta[0]), reverse=True)
+    return advantage, advantage + value[:-1]
+
+
+class ActorCritic(Algorithm):
+    """A2C: one gradient step per batch on policy-gradient + value + entropy losses."""
+
+    config_class = ActorCriticConfig
+
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        self.num_epochs = config.num_epochs
+        self.mini_batch_size = config.mini_batch_size
+        self.needs_time_dimension = bool(config.lstm_size)
+        self.torso = Torso(config.hidden_sizes, config.lstm_size, config.activation)
+        self.head = ActionHead(action_spec, type(self).__name__.lower(), config.init_log_std)
+        self.value_head = dense(1, 1.0, "value")
+        lr = LinearDecay(config.learning_rate, self.progress, config.lr_schedule == "linear")
+        self.optimizer = tf_keras.optimizers.Adam(lr, epsilon=1e-5)
+
+    @property
+    def state_spec(self):
+        return self.torso.state_spec
+
+    def _evaluate(self, observation, state):
+        actor, critic, state = self.torso(observation, state)
+        return self.head(actor), tf.squeeze(self.value_head(critic), -1), state
+
+    def predict(self, time_step, state) -> PolicyStep:
+        dist, _, state = self._evaluate(time_step.observation, state)
+        return PolicyStep(self.head.offset_action(dist.mode()), state, ())
+
+    def rollout(self, time_step, state) -> PolicyStep:
+        dist, value, state = self._evaluate(time_step.observation, state)
+        action = self.head.offset_action(dist.sample())
+        return PolicyStep(action, state, RolloutInfo(dist, value))
+
+    def preprocess_experience(self, exp: Experience) -> Experience:
+        cfg = self.config
+        info: RolloutInfo = exp.rollout_info
+        advantage, ret = gae(exp.reward, exp.discount, exp.step_type, info.value, cfg.gamma, cfg.gae_lambda)
+        rows = tf.nest.map_structure(lambda t: t[:-1], exp._replace(rollout_info=()))
+        old_log_prob = info.dist.log_prob(self.head.unoffset_action(exp.action))[:-1]
+        mask = tf.cast(exp.step_type[:-1] != StepType.LAST, tf.float32)
+        return rows._replace(rollout_info=BatchInfo(old_log_prob, info.value[:-1], advantage, ret, mask))
+
+    def train_step(self, exp: Experience, state) -> PolicyStep:
+        dist, value, state = self._evaluate(exp.observation, state)
+        return PolicyStep((), state, TrainInfo(dist, value, self.head.unoffset_action(exp.action), exp.rollout_info))
+
+    def policy_loss(self, log_prob, advantage, batch: BatchInfo):
+        """Per-row policy loss; PPO replaces it with the clipped surrogate."""
+        return -log_prob * advantage, {}
+
+    def value_loss(self, value, batch: BatchInfo):
+        return tf.square(batch.ret - value)
+
+    def train_complete(self, tape, info: TrainInfo, weight: Optional[tf.Tensor] = None):
+        cfg, batch = self.config, info.batch
+        with tape:
+            mask = batch.mask if weight is None else batch.mask * weight
+            denom = tf.maximum(tf.reduce_sum(mask), 1.0)
+
+            def mean(x):
+                return tf.reduce_sum(x * mask) / denom
+
+            advantage = batch.advantage
+            if cfg.normalize_advantages:
+                centred = advantage - mean(advantage)
+                advantage = centred / (tf.sqrt(mean(tf.square(centred))) + 1e-8)
+            log_prob = info.dist.log_prob(info.action)
+            pg, extra = self.policy_loss(log_prob, advantage, batch)
+            policy_loss, value_loss = mean(pg), mean(self.value_loss(info.value, batch))
+            entropy = mean(info.dist.entropy())
+            loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
+        variables = self.trainable_variables
+        grads = tape.gradient(loss, variables)
+        grads, norm = tf.clip_by_global_norm(grads, cfg.max_grad_norm)
+        extra = {"policy": policy_loss, "value": value_loss, "entropy": entropy, "grad_norm": norm,
+                 "learning_rate": self.optimizer.learning_rate, **{k: mean(v) for k, v in extra.items()}}
+        return LossInfo(loss, extra), list(zip(grads, variables))

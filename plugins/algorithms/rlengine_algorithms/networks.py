@@ -1,0 +1,97 @@
+"""Policy and value networks: MLP torsos, an optional LSTM, action heads."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+import tf_keras
+
+from rlengine import ConfigError
+
+tfd = tfp.distributions
+
+
+def flatten_observation(observation) -> tf.Tensor:
+    """Concatenate every leaf of an observation nest into ``[B, features]`` floats."""
+    leaves = tf.nest.flatten(observation)
+    batch = tf.shape(leaves[0])[0]
+    return tf.concat([tf.reshape(tf.cast(x, tf.float32), [batch, -1]) for x in leaves], axis=-1)
+
+
+def mlp(sizes, activation: str, name: str) -> tf_keras.Sequential:
+    layers = [tf_keras.layers.Dense(n, activation=activation, kernel_initializer=tf_keras.initializers.Orthogonal(np.sqrt(2)))
+              for n in sizes]
+    return tf_keras.Sequential(layers, name=name)
+
+
+def dense(units: int, gain: float, name: str) -> tf_keras.layers.Dense:
+    return tf_keras.layers.Dense(units, kernel_initializer=tf_keras.initializers.Orthogonal(gain), name=name)
+
+
+class ActionHead(tf.Module):
+    """Maps features to the action distribution for one (unnested) action spec."""
+
+    def __init__(self, action_spec, algorithm: str, init_log_std: float = 0.0):
+        super().__init__(name="action_head")
+        if tf.nest.is_nested(action_spec):
+            raise ConfigError(f"algorithm {algorithm!r} supports a single action tensor, not the nest "
+                              f"{action_spec}; flatten the action space in the environment")
+        self.spec = action_spec
+        if action_spec.dtype.is_integer:
+            if action_spec.shape.rank != 0:
+                raise ConfigError(f"algorithm {algorithm!r} supports Discrete actions, not integer actions "
+                                  f"of shape {action_spec.shape} (MultiDiscrete)")
+            self.num_actions = int(action_spec.maximum - action_spec.minimum + 1)
+            self.offset = int(action_spec.minimum)
+            self.logits = dense(self.num_actions, 0.01, "logits")
+        else:
+            self.size = int(np.prod(action_spec.shape))
+            self.mean = dense(self.size, 0.01, "mean")
+            self.log_std = tf.Variable(tf.fill([self.size], float(init_log_std)), name="log_std")
+
+    @property
+    def discrete(self) -> bool:
+        return self.spec.dtype.is_integer
+
+    def __call__(self, features) -> tfd.Distribution:
+        if self.discrete:
+            return tfd.Categorical(logits=self.logits(features), dtype=self.spec.dtype)
+        loc = tf.reshape(self.mean(features), [-1, *self.spec.shape])
+        scale = tf.reshape(tf.exp(self.log_std), self.spec.shape) * tf.ones_like(loc)
+        return tfd.Independent(tfd.Normal(loc, scale), reinterpreted_batch_ndims=self.spec.shape.rank)
+
+    def offset_action(self, action):
+        """Categorical samples count from 0; the spec may start elsewhere."""
+        return action + self.offset if self.discrete and self.offset else action
+
+    def unoffset_action(self, action):
+        return action - self.offset if self.discrete and self.offset else action
+
+
+class Torso(tf.Module):
+    """Observation -> features for the actor and for the critic.
+
+    Without an LSTM the actor and critic have separate MLPs (stateless);
+    with one, a shared LSTM feeds both MLPs and its ``(h, c)`` is the state.
+    """
+
+    def __init__(self, hidden_sizes, lstm_size: int, activation: str):
+        super().__init__(name="torso")
+        self.lstm_size = lstm_size
+        self.lstm = tf_keras.layers.LSTMCell(lstm_size) if lstm_size else None
+        self.actor = mlp(hidden_sizes, activation, "actor_mlp")
+        self.critic = mlp(hidden_sizes, activation, "critic_mlp")
+
+    @property
+    def state_spec(self):
+        if not self.lstm_size:
+            return ()
+        return (tf.TensorSpec([self.lstm_size], tf.float32), tf.TensorSpec([self.lstm_size], tf.float32))
+
+    def __call__(self, observation, state):
+        x = flatten_observation(observation)
+        if self.lstm is not None:
+            x, new_state = self.lstm(x, list(state))
+            state = tuple(new_state)
+        return self.actor(x), self.critic(x), state

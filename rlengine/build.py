@@ -1,0 +1,114 @@
+"""Builds a run's components from its config and the loaded plugins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from rlengine.config import RunConfig
+from rlengine.distributions import Converters
+from rlengine.driver import SyncDriver
+from rlengine.evaluator import Evaluator
+from rlengine.interfaces import Algorithm, Environment
+from rlengine.learner import Learner
+from rlengine.plugins import Plugins
+from rlengine.specs import RunSpecs, prepare_specs
+from rlengine.transformers import TransformerChain
+
+EVAL_SEED_OFFSET = 1_000_003  # evaluation copies never share seeds with training copies
+MAX_EVAL_COPIES = 32
+
+
+@attrs.define
+class Components:
+    """Everything a run steps, trains and writes with."""
+
+    env: Environment
+    eval_env: Environment
+    chain: TransformerChain
+    algorithm: Algorithm
+    converters: Converters
+    specs: RunSpecs
+    driver: SyncDriver
+    learner: Learner
+    evaluator: Evaluator
+    writers: list
+
+    def write(self, metrics: dict) -> None:
+        for writer in self.writers:
+            writer.write(metrics)
+
+    def close(self) -> None:
+        """Close writers and environments; every one is tried even if one fails."""
+        errors = []
+        for closable in [*self.writers, self.env, self.eval_env]:
+            try:
+                closable.close()
+            except Exception as exc:  # keep closing the rest
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type]:
+    """(section name, class) of the run's environment: by name, else the provider."""
+    envs = plugins.registries.environments
+    name = config.train.env if config.train.env in envs else config.train.env_provider
+    return name, envs.get(name).obj
+
+
+def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: int) -> Environment:
+    name, cls = environment_class(config, plugins)
+    return cls(env_id=config.train.env, num_envs=num_envs, seed=seed, first_env_id=0,
+               config=config.section(name, cls.config_class))
+
+
+def build_components(config: RunConfig, plugins: Plugins, root_dir: str) -> Components:
+    cfg, reg = config.train, plugins.registries
+    algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
+    transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]
+    writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers]
+    env = make_environment(config, plugins, cfg.num_envs, cfg.seed)
+    eval_env = None
+    try:
+        eval_copies = min(cfg.num_eval_episodes, MAX_EVAL_COPIES)
+        eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET)
+        raw_spec = env.time_step_spec()
+        chain = TransformerChain(_transformers(config, transformer_classes, raw_spec.observation))
+        time_step_spec = raw_spec._replace(
+            observation=TransformerChain.output_spec_of(chain.transformers, raw_spec.observation))
+        algorithm = algorithm_cls(time_step_spec, env.action_spec(), config.section(cfg.algorithm, algorithm_cls.config_class))
+        converters = Converters(reg.distributions)
+        specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, cfg.algorithm)
+        algorithm.build()
+        driver = SyncDriver(env, chain, algorithm, specs, converters, cfg.unroll_length)
+        learner = Learner(algorithm, specs, converters)
+        evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
+        writers = [cls(root_dir, config.section(n, cls.config_class), total_env_steps=cfg.num_env_steps)
+                   for n, cls in writer_classes]
+    except BaseException:
+        env.close()
+        if eval_env is not None:
+            eval_env.close()
+        raise
+    return Components(env, eval_env, chain, algorithm, converters, specs, driver, learner, evaluator, writers)
+
+
+def _transformers(config: RunConfig, classes: list, observation_spec: Any) -> list:
+    out, spec = [], observation_spec
+    for name, cls in classes:
+        transformer = cls(spec, config.section(name, cls.config_class))
+        out.append(transformer)
+        spec = transformer.output_spec
+    return out
+
+
+def config_classes(plugins: Plugins) -> dict[str, type]:
+    """Section name -> config class, for every registered plugin class that has one."""
+    out: dict[str, type] = {}
+    for kind in ("algorithm", "environment", "transformer", "writer"):
+        for entry in plugins.registries[kind]:
+            out.setdefault(entry.name, getattr(entry.obj, "config_class", None) or type(None))
+    return out
+

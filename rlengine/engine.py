@@ -1,0 +1,104 @@
+"""The programmatic API: build a run from a config and train or evaluate it.
+
+Example (a notebook needs nothing else)::
+
+    from rlengine.engine import Engine
+    engine = Engine({"train": {"algorithm": "ppo", "env": "CartPole-v1"}})
+    result = engine.train()
+    print(result.eval_return, result.root_dir)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from typing import Any, Iterable, Mapping, Optional
+
+import numpy as np
+import tensorflow as tf
+import tomli_w
+
+from rlengine.build import build_components, config_classes
+from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_config, read_toml
+from rlengine.plugins import Plugins, build_plugins
+from rlengine.trainer import Run, Trainer, TrainResult
+
+
+class Engine:
+    """One configured run.
+
+    ``config`` is a raw dict of TOML sections (``{"train": {...}, "ppo":
+    {...}}``), a path to a TOML file, or ``None`` for the embedded default
+    (PPO on CartPole-v1). ``overrides`` are ``section.key=value`` strings.
+    """
+
+    def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
+                 *, disabled_plugins: Iterable[str] = (), extra_plugins: Iterable[tuple[str, Any]] = (),
+                 plugins: Optional[Plugins] = None):
+        if config is None:
+            raw = read_toml(DEFAULT_CONFIG)
+        elif isinstance(config, (str, os.PathLike)):
+            raw = read_toml(str(config))
+        else:
+            raw = dict(config)
+        raw = apply_overrides(raw, list(overrides))
+        self.plugins = plugins or build_plugins(disabled=disabled_plugins, extra_plugins=extra_plugins)
+        self.plugins.raise_failures()
+        config_obj = build_config(raw, config_classes(self.plugins))
+        self.config: RunConfig = self.plugins.call_chained("rlengine_configure", "config", config_obj)
+
+    @classmethod
+    def from_toml(cls, path: str, overrides: Iterable[str] = (), **kwargs: Any) -> "Engine":
+        return cls(path, overrides, **kwargs)
+
+    def train(self) -> TrainResult:
+        """Train until the step budget or the target return; returns the result."""
+        cfg = self.config.train
+        root_dir = self._prepare_root_dir()
+        seed_everything(cfg.seed)
+        tf.config.run_functions_eagerly(cfg.eager)
+        components = build_components(self.config, self.plugins, root_dir)
+        run = Run(self.config, root_dir, self.plugins, components)
+        hook = self.plugins.hook
+        error: Optional[BaseException] = None
+        try:
+            hook.rlengine_train_start(run=run)
+            return Trainer(run).train()
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            try:
+                hook.rlengine_train_end(run=run, error=error)
+            finally:
+                components.close()
+                tf.config.run_functions_eagerly(False)
+
+    def _prepare_root_dir(self) -> str:
+        cfg = self.config.train
+        root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
+        os.makedirs(root_dir, exist_ok=True)
+        write_atomically(os.path.join(root_dir, "config.toml"), tomli_w.dumps(self.config.to_dict()))
+        return root_dir
+
+
+def default_root_dir(algorithm: str, env: str) -> str:
+    safe_env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env)
+    return os.path.join("runs", f"{algorithm}-{safe_env}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write ``text`` so that ``path`` is either the old file or the whole new one."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    tf.random.set_seed(seed)

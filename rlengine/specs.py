@@ -1,0 +1,109 @@
+"""Spec preparation: the one place that derives every tensor spec of a run.
+
+Queues, tensor arrays and replay buffers need static dtypes and shapes, but
+an algorithm's rollout info, state and training info are whatever nests it
+chooses. So the core runs the algorithm once on zeros (batch of 2) and reads
+the specs off its outputs. The dummy step has no side effects: transformers
+run without updating, nothing is optimised and nothing is summarised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import tensorflow as tf
+
+from rlengine.data import Experience, LossInfo, Nest, StepType, TimeStep
+from rlengine.distributions import Converters, params_spec, tensor_spec
+from rlengine.errors import SpecMismatchError
+from rlengine.interfaces import Algorithm
+from rlengine.transformers import TransformerChain
+
+DUMMY_BATCH = 2
+
+
+@attrs.frozen
+class RunSpecs:
+    """Every spec of a run (per environment copy, no batch dimension)."""
+
+    raw_time_step: TimeStep  # as the environment returns it
+    time_step: TimeStep  # after the observation transformers
+    action: Nest
+    state: Nest  # the algorithm's policy state
+    transformer_state: tuple
+    rollout_info: Nest  # DistributionSpec leaves where distributions are
+    experience: Experience  # what is stored: distributions as parameter dicts
+    train_info: Nest  # of train_step, DistributionSpec leaves allowed
+    loss: LossInfo  # of train_complete (scalars)
+
+
+def zeros_from_spec(spec: Nest, outer_shape: list) -> Nest:
+    return tf.nest.map_structure(lambda s: tf.zeros(outer_shape + list(s.shape), s.dtype), spec)
+
+
+def prepare_specs(
+    raw_time_step_spec: TimeStep,
+    action_spec: Nest,
+    chain: TransformerChain,
+    algorithm: Algorithm,
+    converters: Converters,
+    algorithm_name: str,
+) -> RunSpecs:
+    """Run the dummy step and collect the specs. Errors name ``algorithm_name``."""
+    raw = zeros_from_spec(raw_time_step_spec, [DUMMY_BATCH])
+    raw = raw._replace(step_type=tf.fill([DUMMY_BATCH], StepType.FIRST))
+    time_step, _ = chain.transform(raw, chain.initial_state(DUMMY_BATCH))
+    state = algorithm.initial_state(DUMMY_BATCH)
+    policy_step = algorithm.rollout(time_step, state)
+    check_nest(algorithm_name, "rollout() action", action_spec, policy_step.action)
+    check_nest(algorithm_name, "rollout() state", algorithm.state_spec, policy_step.state)
+    rollout_info = converters.spec_of(policy_step.info)
+    time_step_spec = tf.nest.map_structure(tensor_spec, time_step)
+    experience = Experience(*time_step_spec, action_spec, params_spec(rollout_info), algorithm.state_spec)
+    train_info, loss = _dummy_train(algorithm, experience, rollout_info, converters)
+    return RunSpecs(raw_time_step_spec, time_step_spec, action_spec, algorithm.state_spec,
+                    chain.state_spec, rollout_info, experience, train_info, loss)
+
+
+def _dummy_train(algorithm: Algorithm, experience_spec: Experience, rollout_info: Nest,
+                 converters: Converters) -> tuple[Nest, LossInfo]:
+    """Derive the training-info and loss specs; gradients are computed, never applied."""
+    exp = zeros_from_spec(experience_spec, [DUMMY_BATCH, DUMMY_BATCH])  # [T, B]
+    exp = exp._replace(rollout_info=converters.from_params(exp.rollout_info, rollout_info))
+    batch = algorithm.preprocess_experience(exp)
+    batch = tf.nest.map_structure(lambda t: t[0], batch)  # train_step sees one time slice
+    with tf.GradientTape(persistent=True) as tape:
+        step = algorithm.train_step(batch, algorithm.initial_state(DUMMY_BATCH))
+    train_info = converters.spec_of(step.info)
+    loss_info, _ = algorithm.train_complete(tape, step.info)
+    loss = tf.nest.map_structure(lambda t: tensor_spec(t, 0), loss_info)
+    return train_info, loss
+
+
+def check_nest(plugin: str, what: str, expected_spec: Nest, actual: Nest) -> None:
+    """Raise SpecMismatchError unless ``actual`` (batched) matches ``expected_spec``."""
+    try:
+        tf.nest.assert_same_structure(expected_spec, actual)
+    except (ValueError, TypeError):
+        raise SpecMismatchError(
+            f"algorithm {plugin!r}: {what} has the wrong structure; expected "
+            f"{_describe(expected_spec)}, got {_describe(actual)}"
+        ) from None
+    for spec, value in zip(tf.nest.flatten(expected_spec), tf.nest.flatten(actual)):
+        value = tf.convert_to_tensor(value)
+        if value.dtype != spec.dtype or value.shape[1:] != spec.shape:
+            raise SpecMismatchError(
+                f"algorithm {plugin!r}: {what} does not match its spec; expected "
+                f"{_describe(expected_spec)}, got {_describe(actual)} (batch dimension dropped)"
+            )
+
+
+def _describe(nest: Any) -> str:
+    def leaf(x: Any) -> str:
+        if isinstance(x, tf.TensorSpec):
+            return f"{x.dtype.name}{list(x.shape)}"
+        t = tf.convert_to_tensor(x)
+        return f"{t.dtype.name}{list(t.shape[1:])}"
+
+    return str(tf.nest.map_structure(leaf, nest))

@@ -1,0 +1,55 @@
+"""The exact order of lifecycle hook calls, on success and on failure."""
+
+import pytest
+
+from rlengine import hookimpl
+from rlengine.engine import Engine
+from rlengine.testing import HookRecorder, testing_plugin, tiny_config
+
+
+def _engine(tmp_path, recorder, extra=(), **train):
+    return Engine(tiny_config(str(tmp_path), **train),
+                  extra_plugins=[("testing", testing_plugin()), ("recorder", recorder), *extra])
+
+
+def test_hook_order_of_a_short_run(tmp_path):
+    recorder = HookRecorder()
+    _engine(tmp_path, recorder, checkpoint_interval=3).train()
+    assert recorder.calls == [
+        "configure", "train_start",
+        "iteration_end:1", "iteration_end:2", "evaluation_end:2",
+        "iteration_end:3", "checkpoint_saved:3",
+        "iteration_end:4", "evaluation_end:4", "checkpoint_saved:4",
+        "train_end",
+    ]
+
+
+class Boom:
+    @hookimpl
+    def rlengine_iteration_end(self, run, iteration, metrics):
+        if iteration == 2:
+            raise RuntimeError("boom")
+
+
+def test_train_end_runs_when_the_run_fails_and_environments_close(tmp_path):
+    recorder = HookRecorder()
+    engine = _engine(tmp_path, recorder, extra=[("boom", Boom())])
+    closed = []
+
+    class Spy:
+        @hookimpl
+        def rlengine_train_start(self, run):
+            closed.append(run.components.env)
+
+    engine.plugins.manager.register(Spy(), name="spy")
+    with pytest.raises(RuntimeError, match="boom"):
+        engine.train()
+    assert recorder.calls[-1] == "train_end:RuntimeError"
+    assert closed[0].closed
+
+
+def test_target_return_stops_early(tmp_path):
+    recorder = HookRecorder()
+    result = _engine(tmp_path, recorder, target_return=1.0, num_env_steps=10_000).train()
+    assert result.reached_target and result.iterations == 2
+    assert recorder.calls[-3:] == ["evaluation_end:2", "checkpoint_saved:2", "train_end"]

@@ -1,0 +1,73 @@
+import pytest
+import tensorflow as tf
+
+from rlengine import ObservationTransformer, PolicyStep, SpecMismatchError
+from rlengine.data import Experience
+from rlengine.distributions import Converters, DistributionSpec
+from rlengine.specs import prepare_specs
+from rlengine.testing import CountingEnv, ToyAlgorithm
+from rlengine.transformers import TransformerChain
+
+
+class CountingTransformer(ObservationTransformer):
+    """Doubles observations; counts its updates in a variable."""
+
+    def __init__(self, spec, config):
+        super().__init__(spec, config)
+        self.updates = tf.Variable(0)
+
+    def transform(self, observation, step_type, state):
+        return observation * 2.0, state
+
+    def update(self, observation):
+        self.updates.assign_add(1)
+
+
+def _prepare(algorithm_cls=ToyAlgorithm, transformers=()):
+    env = CountingEnv("counting", 3, 0)
+    raw = env.time_step_spec()
+    chain = TransformerChain([t(raw.observation, None) for t in transformers])
+    algorithm = algorithm_cls(raw, env.action_spec(), None)
+    from rlengine.builtin import distributions
+    from rlengine.plugins import build_plugins
+
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("d", distributions)])
+    conv = Converters(plugins.registries.distributions)
+    return prepare_specs(raw, env.action_spec(), chain, algorithm, conv, "toy"), algorithm, chain
+
+
+def test_specs_cover_time_step_action_experience_and_training_info():
+    specs, _, _ = _prepare()
+    assert specs.time_step.observation == tf.TensorSpec([2], tf.float32)
+    assert specs.action.dtype == tf.int32 and specs.action.shape == []
+    assert isinstance(specs.rollout_info["dist"], DistributionSpec)
+    assert specs.experience.rollout_info == {"dist": {"logits": tf.TensorSpec([2], tf.float32)}}
+    assert isinstance(specs.experience, Experience)
+    assert specs.train_info == {"log_prob": tf.TensorSpec([], tf.float32), "reward": tf.TensorSpec([], tf.float32)}
+    assert specs.loss.loss == tf.TensorSpec([], tf.float32)
+
+
+def test_dummy_step_has_no_side_effects():
+    specs, algorithm, chain = _prepare(transformers=[CountingTransformer])
+    assert int(chain.transformers[0].updates) == 0
+    assert int(algorithm.optimizer.iterations) == 0
+    assert all(float(tf.reduce_sum(tf.abs(v))) == 0.0 for v in algorithm.trainable_variables)
+
+
+class WrongAction(ToyAlgorithm):
+    def rollout(self, time_step, state):
+        step = super().rollout(time_step, state)
+        return PolicyStep(tf.cast(step.action, tf.float32), state, step.info)
+
+
+class WrongState(ToyAlgorithm):
+    def rollout(self, time_step, state):
+        step = super().rollout(time_step, state)
+        return PolicyStep(step.action, (tf.zeros([2, 3]),), step.info)
+
+
+@pytest.mark.parametrize("cls, what", [(WrongAction, "rollout\\(\\) action"), (WrongState, "rollout\\(\\) state")])
+def test_spec_mismatch_names_the_plugin_and_both_structures(cls, what):
+    with pytest.raises(SpecMismatchError, match=f"algorithm 'toy': {what}") as err:
+        _prepare(cls)
+    assert "expected" in str(err.value) and "got" in str(err.value)

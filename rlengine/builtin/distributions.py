@@ -61,7 +61,8 @@ def _independent_to_params(dist):
     return {
         "loc": dist.distribution.loc,
         "scale": dist.distribution.scale,
-        "reinterpreted_batch_ndims": int(dist.reinterpreted_batch_ndims),
+        # static even inside a graph, where the attribute is a tensor
+        "reinterpreted_batch_ndims": int(tf.get_static_value(dist.reinterpreted_batch_ndims)),
     }
 
 

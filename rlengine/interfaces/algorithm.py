@@ -31,6 +31,15 @@ import tensorflow as tf
 from rlengine.data import Experience, LossInfo, Nest, PolicyStep, TimeStep
 
 
+def untracked(module: tf.Module, name: str, value: Any) -> None:
+    """Set an attribute that tf.Module must not track.
+
+    tf.Module wraps dicts and lists it is given (and mutates nested ones in
+    place), which breaks spec nests; specs hold no variables, so skip it.
+    """
+    object.__setattr__(module, name, value)
+
+
 @attrs.define
 class NoConfig:
     """Config of a plugin that takes no options."""
@@ -53,8 +62,8 @@ class Algorithm(tf.Module):
 
     def __init__(self, time_step_spec: TimeStep, action_spec: Nest, config: Any):
         super().__init__(name=type(self).__name__)
-        self.time_step_spec = time_step_spec
-        self.action_spec = action_spec
+        untracked(self, "time_step_spec", time_step_spec)
+        untracked(self, "action_spec", action_spec)
         self.config = config
         #: Fraction of the run's env-step budget used so far, in [0, 1]; the
         #: trainer assigns it each iteration so schedules can depend on it.

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import tensorflow as tf
 
 from rlengine.data import Nest
-from rlengine.interfaces.algorithm import NoConfig
+from rlengine.interfaces.algorithm import NoConfig, untracked
 
 
 class ObservationTransformer(tf.Module):
@@ -29,7 +29,7 @@ class ObservationTransformer(tf.Module):
 
     def __init__(self, observation_spec: Nest, config: Any):
         super().__init__(name=type(self).__name__)
-        self.input_spec = observation_spec
+        untracked(self, "input_spec", observation_spec)
         self.config = config
 
     @property
@@ -53,3 +53,4 @@ class ObservationTransformer(tf.Module):
 
     def update(self, observation: Nest) -> None:
         """Update statistics from a batch of collected (untransformed) observations."""
+        return None  # autograph cannot convert a body that is only a docstring

@@ -1,0 +1,335 @@
+"""``GymEnvironment``: any Gymnasium environment as a batched rlengine environment.
+
+The copies run in a Gymnasium vector env (``SyncVectorEnv`` in this process or
+``AsyncVectorEnv`` with one worker process per copy) with the ``NEXT_STEP``
+autoreset mode: the step after a copy's ``LAST`` step ignores its action and
+returns the first observation of the next episode with reward 0, which is
+exactly rlengine's ``FIRST`` step. Nothing is lost across episode boundaries.
+
+Seeding: the first ``reset`` seeds copy ``i`` with ``seed + first_env_id + i``,
+so copies are distinct across all environments of a run (their ``env_id``
+values differ) and a run is reproducible; later resets continue the copies'
+random streams instead of replaying the same episodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import importlib
+import multiprocessing
+import pickle
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import gymnasium
+import numpy as np
+import tensorflow as tf
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+from rlengine import ConfigError, Environment, StepType, TimeStep
+from rlengine_gym import spaces as space_utils
+from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
+from rlengine_gym.worker import make_env, split_env_id
+
+__all__ = ["GymConfig", "GymEnvironment", "make_env"]
+
+# TensorFlow is loaded in this process, so worker processes must not be forked
+# from it: forkserver forks them from a clean server process instead.
+_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+_FIRST = np.int32(StepType.FIRST)
+
+
+# -- config ------------------------------------------------------------------
+def _check_vectorization(_inst: Any, _attr: Any, value: Any) -> None:
+    if value not in ("sync", "async"):
+        raise ConfigError(f'[gym] vectorization must be "sync" or "async", got {value!r}')
+
+
+def _check_max_episode_steps(_inst: Any, _attr: Any, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ConfigError(f"[gym] max_episode_steps must be a positive integer or unset, got {value!r}")
+
+
+def _check_render_mode(_inst: Any, _attr: Any, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f'[gym] render_mode must be a mode name such as "rgb_array" or unset, got {value!r}')
+
+
+def _check_make_kwargs(_inst: Any, _attr: Any, value: Any) -> None:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"[gym] make_kwargs must be a table of keyword arguments, got {value!r}")
+    reserved = {"max_episode_steps", "render_mode"} & set(value)
+    if reserved:
+        raise ConfigError(f"[gym] make_kwargs must not set {sorted(reserved)[0]!r}; use the [gym] key of that name")
+
+
+@attrs.frozen
+class GymConfig:
+    """The ``[gym]`` section of a run's config."""
+
+    #: "sync": every copy steps in this process; "async": one worker process per copy.
+    vectorization: str = attrs.field(default="sync", validator=_check_vectorization)
+    #: Overrides the episode step limit of the registered id (``None``: keep it).
+    max_episode_steps: int | None = attrs.field(default=None, validator=_check_max_episode_steps)
+    #: Passed to ``gymnasium.make``; "rgb_array" enables ``render()``.
+    render_mode: str | None = attrs.field(default=None, validator=_check_render_mode)
+    #: Extra keyword arguments for ``gymnasium.make`` (e.g. ``{continuous = true}``).
+    make_kwargs: dict = attrs.field(factory=dict, validator=_check_make_kwargs)
+
+
+def resolve_env_id(env_id: str) -> gymnasium.envs.registration.EnvSpec:
+    """The registered spec of ``env_id`` (``module:`` prefix imported); ``ConfigError`` if unknown."""
+    if not isinstance(env_id, str) or not env_id:
+        raise ConfigError(f"the environment id must be a non-empty string, got {env_id!r}")
+    module, name = split_env_id(env_id)
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ConfigError(
+                f"cannot import module {module!r} named by environment id {env_id!r}: {err}"
+            ) from None
+    try:
+        return gymnasium.spec(name)
+    except gymnasium.error.Error:
+        raise ConfigError(
+            f"unknown Gymnasium environment id {name!r}.{_suggest(name)} Pass a registered id with "
+            f"--env, or 'module:Name-v0' to import the module that registers it."
+        ) from None
+
+
+def _suggest(name: str) -> str:
+    by_lower = {key.lower(): key for key in gymnasium.registry}
+    matches = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
+    if not matches:
+        return ""
+    return " Did you mean " + " or ".join(repr(by_lower[m]) for m in matches) + "?"
+
+
+def _workers_need_main(thunk: functools.partial) -> bool:
+    """Whether a worker process may need this process's ``__main__`` to build its env."""
+    if thunk.args[1] is None:  # made by id: anything may be involved
+        return True
+    try:
+        data = pickle.dumps(thunk)
+    except Exception:
+        return True
+    return b"__main__" in data
+
+
+@contextlib.contextmanager
+def _main_module_hidden(hide: bool):
+    """Keep worker processes from re-running this process's main module while they start.
+
+    Spawned and forkserver children re-import the parent's main module (as
+    ``__mp_main__``) so that objects defined there unpickle. Here that module
+    is typically a script or the ``rlengine`` command, which imports
+    TensorFlow: about 3 s and 600 MB per worker for nothing, since the env
+    thunk only needs Gymnasium and the env's own module. When the thunk does
+    not refer to ``__main__``, the main module's location is hidden from
+    ``multiprocessing`` for the moment the workers start.
+    """
+    main = sys.modules.get("__main__")
+    if not hide or main is None:
+        yield
+        return
+    missing = object()
+    saved_file = getattr(main, "__file__", missing)
+    saved_spec = getattr(main, "__spec__", None)
+    try:
+        if saved_file is not missing:
+            del main.__file__
+        main.__spec__ = None
+        yield
+    finally:
+        if saved_file is not missing:
+            main.__file__ = saved_file
+        main.__spec__ = saved_spec
+
+
+def _picklable(obj: Any) -> bool:
+    try:
+        pickle.dumps(obj)
+    except Exception:
+        return False
+    return True
+
+
+# -- the environment ---------------------------------------------------------
+class GymEnvironment(Environment):
+    """A batch of ``num_envs`` copies of a Gymnasium environment.
+
+    ``env_id`` is any registered Gymnasium id, optionally ``module:Name-v0``
+    to import ``module`` first. Observations and actions follow the specs of
+    :mod:`rlengine_gym.spaces`.
+    """
+
+    config_class = GymConfig
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, first_env_id: int = 0, config: Any = None):
+        if config is None:
+            config = GymConfig()
+        elif isinstance(config, Mapping):
+            try:
+                config = GymConfig(**config)
+            except TypeError as err:
+                raise ConfigError(f"[gym] {err}") from None
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
+        super().__init__(env_id, int(num_envs), seed, int(first_env_id), config)
+        self._venv = None
+        self._was_last = None  # bool [B]: copy ended its episode on the previous step
+        self._seeded = False
+        self.last_info: dict = {}
+
+        spec = resolve_env_id(env_id)
+        kwargs = dict(config.make_kwargs)
+        if config.max_episode_steps is not None:
+            kwargs["max_episode_steps"] = int(config.max_episode_steps)
+        if config.render_mode is not None:
+            kwargs["render_mode"] = config.render_mode
+        thunk = functools.partial(make_env, env_id, spec if _picklable(spec) else None, kwargs)
+        env_fns = [thunk] * self.num_envs
+        try:
+            if config.vectorization == "sync":
+                self._venv = SyncVectorEnv(env_fns, copy=False, autoreset_mode=AutoresetMode.NEXT_STEP)
+            else:
+                hide_main = not _workers_need_main(thunk)
+                with _main_module_hidden(hide_main):
+                    self._venv = AsyncVectorEnv(
+                        env_fns,
+                        shared_memory=True,
+                        copy=False,
+                        context=_START_METHOD,
+                        autoreset_mode=AutoresetMode.NEXT_STEP,
+                    )
+        except TypeError as err:
+            raise ConfigError(f"cannot make environment {env_id!r} with arguments {kwargs}: {err}") from None
+
+        try:
+            self._build_specs()
+        except BaseException:
+            self.close()
+            raise
+
+    def _build_specs(self) -> None:
+        env_id, batch = self.env_id, self.num_envs
+        obs_space = self._venv.single_observation_space
+        act_space = self._venv.single_action_space
+        self.observation_space, self.action_space = obs_space, act_space
+        self._observation_spec = space_utils.observation_spec(obs_space, env_id)
+        self._action_spec = space_utils.action_spec(act_space, env_id)
+        self._time_step_spec = TimeStep(
+            step_type=tf.TensorSpec((), tf.int32),
+            reward=tf.TensorSpec((), tf.float32),
+            discount=tf.TensorSpec((), tf.float32),
+            observation=self._observation_spec,
+            prev_action=self._action_spec,
+            env_id=tf.TensorSpec((), tf.int32),
+        )
+        # Hot-path helpers, built once.
+        self._convert_obs = space_utils.observation_converter(obs_space)
+        self._action_to_spec = space_utils.action_to_spec_dtypes(act_space, batch, env_id)
+        self._action_to_gym = space_utils.action_to_gym(act_space)
+        self._action_is_leaf = not isinstance(act_space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple))
+        env_ids = np.arange(self.first_env_id, self.first_env_id + batch, dtype=np.int32)
+        env_ids.flags.writeable = False  # shared by every returned TimeStep
+        self._env_ids = env_ids
+
+    # -- Environment interface ------------------------------------------------
+    def time_step_spec(self) -> TimeStep:
+        return self._time_step_spec
+
+    def action_spec(self) -> Any:
+        return self._action_spec
+
+    def reset(self) -> TimeStep:
+        venv = self._live_venv()
+        seeds = None
+        if not self._seeded and self.seed is not None:
+            base = int(self.seed) + self.first_env_id
+            seeds = [base + i for i in range(self.num_envs)]
+            venv.action_space.seed(base)
+            venv.single_action_space.seed(base)
+            if isinstance(venv, SyncVectorEnv):
+                for i, env in enumerate(venv.envs):
+                    env.action_space.seed(base + i)
+        self._seeded = True
+        obs, self.last_info = venv.reset(seed=seeds)
+        batch = self.num_envs
+        self._was_last = np.zeros(batch, dtype=bool)
+        return TimeStep(
+            step_type=np.full(batch, StepType.FIRST, dtype=np.int32),
+            reward=np.zeros(batch, dtype=np.float32),
+            discount=np.ones(batch, dtype=np.float32),
+            observation=self._convert_obs(obs),
+            prev_action=space_utils.zeros_like_spec(self._action_spec, batch),
+            env_id=self._env_ids,
+        )
+
+    def step(self, action: Any) -> TimeStep:
+        was_last = self._was_last
+        if was_last is None:
+            raise RuntimeError(f"{type(self).__name__}.step() called before reset() or after close()")
+        prev_action = self._action_to_spec(action)  # a fresh copy in spec dtypes
+        obs, reward, terminated, truncated, self.last_info = self._venv.step(self._action_to_gym(prev_action))
+        done = terminated | truncated
+        step_type = done.astype(np.int32)
+        step_type += StepType.MID  # MID = 1, LAST = 2
+        reward = reward.astype(np.float32)
+        if was_last.any():
+            # NEXT_STEP autoreset: these copies ignored the action and restarted.
+            step_type[was_last] = _FIRST
+            reward[was_last] = 0.0
+            if self._action_is_leaf:
+                prev_action[was_last] = 0
+            else:
+                for leaf in space_utils.leaves(prev_action):
+                    leaf[was_last] = 0
+        self._was_last = done
+        return TimeStep(
+            step_type=step_type,
+            reward=reward,
+            discount=(~terminated).astype(np.float32),
+            observation=self._convert_obs(obs),
+            prev_action=prev_action,
+            env_id=self._env_ids,
+        )
+
+    def render(self) -> Any:
+        venv = self._live_venv()
+        if self.config.render_mode is None:
+            raise ConfigError(f'cannot render {self.env_id!r}: set render_mode = "rgb_array" in the [gym] section')
+        if isinstance(venv, SyncVectorEnv):
+            return venv.envs[0].render()
+        return venv.call("render")[0]
+
+    def close(self) -> None:
+        venv, self._venv = self._venv, None
+        self._was_last = None
+        if venv is not None:
+            venv.close()
+
+    def _live_venv(self):
+        if self._venv is None:
+            raise RuntimeError(f"{type(self).__name__} for {self.env_id!r} is closed")
+        return self._venv
+
+    def __enter__(self) -> "GymEnvironment":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"GymEnvironment({self.env_id!r}, num_envs={self.num_envs}, seed={self.seed}, "
+            f"first_env_id={self.first_env_id}, vectorization={self.config.vectorization!r})"
+        )

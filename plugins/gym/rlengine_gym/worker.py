@@ -1,0 +1,58 @@
+"""Making one Gymnasium env, in this process or in a worker process.
+
+Kept free of TensorFlow and rlengine imports: ``AsyncVectorEnv`` workers
+unpickle :func:`make_env` by reference, which imports this module (and the
+package's light ``__init__``) only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+
+import gymnasium
+
+__all__ = ["import_plugin_modules", "make_env", "split_env_id"]
+
+_plugin_modules_imported = False
+
+
+def import_plugin_modules() -> None:
+    """Import every module of the ``rlengine`` entry-point group, ignoring failures.
+
+    Plugins may register Gymnasium ids when imported; a fresh worker process
+    needs them before ``gymnasium.make``.
+    """
+    global _plugin_modules_imported
+    if _plugin_modules_imported:
+        return
+    _plugin_modules_imported = True
+    for entry_point in importlib.metadata.entry_points(group="rlengine"):
+        try:
+            entry_point.load()
+        except Exception:  # a broken plugin is reported by the main process, not here
+            pass
+
+
+def make_env(env_id: str, spec: gymnasium.envs.registration.EnvSpec | None, make_kwargs: dict) -> gymnasium.Env:
+    """Build one copy. Top-level so worker processes can unpickle it.
+
+    With ``spec`` (the id resolved by the main process) the registry is not
+    needed: ``gymnasium.make`` imports the module of the spec's entry point.
+    Without it (a spec that does not pickle), the modules of the ``rlengine``
+    entry-point group and the ``module:`` part of the id are imported first,
+    so that plugins register the id in this process too.
+    """
+    if spec is not None:
+        return gymnasium.make(spec, **make_kwargs)
+    import_plugin_modules()
+    module, name = split_env_id(env_id)
+    if module:
+        importlib.import_module(module)
+    return gymnasium.make(name, **make_kwargs)
+
+
+def split_env_id(env_id: str) -> tuple[str, str]:
+    """``"module:Name-v0"`` -> ``("module", "Name-v0")``; ``"Name-v0"`` -> ``("", "Name-v0")``."""
+    module, sep, name = env_id.partition(":")
+    return (module, name) if sep else ("", env_id)

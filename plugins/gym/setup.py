@@ -1,0 +1,11 @@
+from setuptools import setup
+
+setup(
+    name="rlengine-gym",
+    version="0.1.0",
+    description="Gymnasium environments for rlengine",
+    packages=["rlengine_gym"],
+    python_requires=">=3.10",
+    install_requires=["rlengine", "gymnasium>=1.0,<2", "numpy"],
+    entry_points={"rlengine": ["gym = rlengine_gym.plugin"]},
+)

@@ -1,0 +1,20 @@
+from importlib import metadata
+
+import rlengine
+
+from rlengine_transformers import plugin
+
+
+def test_registers_every_transformer():
+    registered = {}
+    plugin.rlengine_register_transformers(register=lambda name, cls: registered.setdefault(name, cls))
+    assert sorted(registered) == ["frame_stack", "image_scale", "normalize"]
+    for cls in registered.values():
+        assert issubclass(cls, rlengine.ObservationTransformer)
+        cls.config_class()  # every option has a default
+
+
+def test_hook_is_marked_and_entry_point_declared():
+    assert hasattr(plugin.rlengine_register_transformers, "rlengine_impl")
+    points = metadata.entry_points(group="rlengine")
+    assert any(p.name == "transformers" and p.value == "rlengine_transformers.plugin" for p in points)

@@ -1,0 +1,20 @@
+from importlib import metadata
+
+import rlengine
+
+from rlengine_writers import plugin
+
+
+def test_registers_every_writer():
+    registered = {}
+    plugin.rlengine_register_writers(register=lambda name, cls: registered.setdefault(name, cls))
+    assert sorted(registered) == ["console", "jsonl", "tensorboard"]
+    for cls in registered.values():
+        assert issubclass(cls, rlengine.SummaryWriter)
+        cls.config_class()  # every option has a default
+
+
+def test_hook_is_marked_and_entry_point_declared():
+    assert hasattr(plugin.rlengine_register_writers, "rlengine_impl")
+    points = metadata.entry_points(group="rlengine")
+    assert any(p.name == "writers" and p.value == "rlengine_writers.plugin" for p in points)

@@ -1,0 +1,60 @@
+import glob
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlengine_writers.tensorboard_writer import TensorBoardConfig, TensorBoardWriter
+
+
+def _scalars(logdir):
+    """(tag, step, value) of every summary in the event files under logdir."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                found.append((value.tag, event.step, float(tf.make_ndarray(value.tensor))))
+    return found
+
+
+def test_scalars_are_written_at_env_steps(tmp_path):
+    writer = TensorBoardWriter(str(tmp_path), TensorBoardConfig(), total_env_steps=1000)
+    writer.write(
+        {
+            "iteration": 1,
+            "env_steps": 256,
+            "wall_time": 1.0,
+            "train/episode_return": 10.0,
+            "loss/policy": np.float32(0.5),
+        }
+    )
+    writer.write(
+        {
+            "iteration": 2,
+            "env_steps": 512,
+            "wall_time": 2.0,
+            "train/episode_return": 12.0,
+            "eval/average_return": tf.constant(30.0),
+            "note": "text is skipped",
+        }
+    )
+    writer.flush()
+    writer.close()
+    writer.close()  # safe twice
+    scalars = _scalars(str(tmp_path / "tensorboard"))
+    assert sorted(scalars) == sorted(
+        [
+            ("train/episode_return", 256, 10.0),
+            ("loss/policy", 256, 0.5),
+            ("train/episode_return", 512, 12.0),
+            ("eval/average_return", 512, 30.0),
+        ]
+    )
+
+
+def test_config_validation():
+    assert TensorBoardConfig().flush_secs == 10
+    for bad in [0, -1, 1.5, "10"]:
+        with pytest.raises((TypeError, ValueError)):
+            TensorBoardConfig(flush_secs=bad)

@@ -7,9 +7,29 @@ private to the core.
 from __future__ import annotations
 
 import os
+import sys
 
-# TensorFlow prints pages of C++ start-up logs; keep them out of users' way.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+def _import_tensorflow_quietly() -> None:
+    """Import TensorFlow with its C++ start-up chatter (written to fd 2 before
+    any logging is set up, so no setting silences it) sent to /dev/null.
+    ``RLENGINE_DEBUG=1`` keeps it."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" in sys.modules or os.environ.get("RLENGINE_DEBUG"):
+        return
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        sys.stderr.flush()
+        os.dup2(devnull, 2)
+        import tensorflow  # noqa: F401
+        import tensorflow_probability  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+_import_tensorflow_quietly()
 
 import pluggy  # noqa: E402
 

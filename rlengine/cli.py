@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
+    if args.debug:
+        os.environ["RLENGINE_DEBUG"] = "1"
     if args.version:
         from rlengine import __version__
 
@@ -51,7 +53,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser().print_help()
         return 2
     try:
-        quiet_tensorflow_import(args.debug)
         if args.command == "plugins":
             return cmd_plugins(args)
         return cmd_train(args)
@@ -63,24 +64,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("rlengine: interrupted", file=sys.stderr)
         return 130
-
-
-def quiet_tensorflow_import(debug: bool) -> None:
-    """Import TensorFlow with its C++ start-up chatter sent to /dev/null."""
-    if debug or "tensorflow" in sys.modules:
-        import tensorflow  # noqa: F401
-
-        return
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        import tensorflow  # noqa: F401
-        import tensorflow_probability  # noqa: F401
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -103,7 +86,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def print_plugin_table(rows: list) -> None:
-    kinds = ("algorithm", "environment", "transformer", "writer", "distribution")
+    kinds = ("algorithms", "environments", "transformers", "writers", "distributions")
     table = [("plugin", "distribution", "version", "registers")]
     for r in rows:
         registers = "; ".join(f"{k}: {', '.join(r[k])}" for k in kinds if r[k]) or "(hooks only)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 import typing
 from typing import Any, Mapping, Optional
 
@@ -149,7 +150,7 @@ def _allowed_types(hint: Any) -> Optional[tuple]:
     origin = typing.get_origin(hint)
     if hint is Any:
         return None
-    if origin is typing.Union:
+    if origin is typing.Union or origin is types.UnionType:  # Optional[X] and X | None
         parts = [_allowed_types(a) for a in typing.get_args(hint)]
         if any(p is None for p in parts):
             return None

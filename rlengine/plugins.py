@@ -85,9 +85,9 @@ class Plugins:
         return value
 
     def registered_by(self, plugin: str) -> dict[str, list[str]]:
-        """Names each kind's registry holds from ``plugin``."""
+        """Names ``plugin`` registered, keyed by the plural of each kind (``algorithms``, ...)."""
         return {
-            kind: sorted(e.name for e in self.registries[kind] if e.plugin == plugin) for kind in KINDS
+            f"{kind}s": sorted(e.name for e in self.registries[kind] if e.plugin == plugin) for kind in KINDS
         }
 
 

@@ -2,9 +2,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlengine.build import build_components
+from rlengine.build import build_components, config_classes
 from rlengine.config import build_config
-from rlengine.build import config_classes
 from rlengine.data import StepType
 from rlengine.driver import EpisodeStats, reset_where_first
 from rlengine.testing import tiny_config

@@ -6,6 +6,14 @@ setup(
     description="Gymnasium environments for rlengine",
     packages=["rlengine_gym"],
     python_requires=">=3.10",
-    install_requires=["rlengine", "gymnasium>=1.0,<2", "numpy"],
+    install_requires=[
+        "rlengine",
+        "gymnasium>=1.0,<2",
+        "numpy",
+        # Also imported directly (both come with rlengine too).
+        "tensorflow==2.21.*",
+        "attrs>=23.1",
+    ],
+    extras_require={"test": ["pytest>=8"]},
     entry_points={"rlengine": ["gym = rlengine_gym.plugin"]},
 )

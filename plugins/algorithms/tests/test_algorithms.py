@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from rlengine_algorithms.actor_critic import gae
 
 from rlengine import StepType
 from rlengine.engine import Engine
-from rlengine_algorithms.actor_critic import gae
 
 F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
 

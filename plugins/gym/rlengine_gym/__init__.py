@@ -1,10 +1,9 @@
 """Gymnasium environments for rlengine.
 
-This package module stays light on purpose: worker processes of the async
-vectorization import ``rlengine_gym.test_envs`` (and other modules named by
-environment entry points) without pulling in TensorFlow. The environment
-class lives in :mod:`rlengine_gym.environment`; the hook in
-:mod:`rlengine_gym.plugin`.
+This module stays light on purpose: worker processes of the async
+vectorization import ``rlengine_gym.worker`` and ``rlengine_gym.test_envs``
+through it, and must not pull in TensorFlow. The environment class lives in
+:mod:`rlengine_gym.environment`, the hook in :mod:`rlengine_gym.plugin`.
 """
 
 __version__ = "0.1.0"

@@ -100,7 +100,7 @@ def resolve_env_id(env_id: str) -> gymnasium.envs.registration.EnvSpec:
         return gymnasium.spec(name)
     except gymnasium.error.Error:
         raise ConfigError(
-            f"unknown Gymnasium environment id {name!r}.{_suggest(name)} Pass a registered id with "
+            f"unknown Gymnasium environment id {env_id!r}.{_suggest(name)} Pass a registered id with "
             f"--env, or 'module:Name-v0' to import the module that registers it."
         ) from None
 

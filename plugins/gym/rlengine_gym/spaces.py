@@ -36,6 +36,7 @@ from gymnasium import spaces
 # BoundedTensorSpec is TensorFlow's standard bounded spec (used across the TF
 # ecosystem) but is only exported from this module, not from ``tf.*``.
 from tensorflow.python.framework.tensor_spec import BoundedTensorSpec
+
 from rlengine import ConfigError, SpecMismatchError
 
 __all__ = [

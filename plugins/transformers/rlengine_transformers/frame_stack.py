@@ -20,8 +20,8 @@ from typing import Any
 
 import attrs
 import tensorflow as tf
-from rlengine import ConfigError, ObservationTransformer, StepType
 
+from rlengine import ConfigError, ObservationTransformer, StepType
 from rlengine_transformers.specs import flatten_like, plain, with_changes
 
 MODES = ("stack", "concat")

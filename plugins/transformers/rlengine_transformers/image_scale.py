@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 import tensorflow as tf
-from rlengine import ConfigError, ObservationTransformer
 
+from rlengine import ConfigError, ObservationTransformer
 from rlengine_transformers.specs import map_leaves, number, plain, with_changes
 
 

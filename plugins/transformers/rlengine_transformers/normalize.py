@@ -20,8 +20,8 @@ from typing import Any
 
 import attrs
 import tensorflow as tf
-from rlengine import ConfigError, ObservationTransformer, SpecMismatchError
 
+from rlengine import ConfigError, ObservationTransformer, SpecMismatchError
 from rlengine_transformers.specs import flatten_like, number, plain, with_changes
 
 

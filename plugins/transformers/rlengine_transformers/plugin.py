@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Callable
 
 from rlengine import hookimpl
-
 from rlengine_transformers.frame_stack import FrameStack
 from rlengine_transformers.image_scale import ImageScale
 from rlengine_transformers.normalize import Normalize

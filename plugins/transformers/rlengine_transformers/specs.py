@@ -6,6 +6,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import attrs
 import tensorflow as tf
+
 from rlengine import SpecMismatchError
 
 

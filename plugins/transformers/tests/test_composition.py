@@ -1,7 +1,5 @@
 import numpy as np
 import tensorflow as tf
-
-from rlengine import StepType
 from rlengine_transformers import (
     FrameStack,
     FrameStackConfig,
@@ -10,6 +8,8 @@ from rlengine_transformers import (
     Normalize,
     NormalizeConfig,
 )
+
+from rlengine import StepType
 
 
 def _chain(spec, *pairs):

@@ -1,8 +1,8 @@
 import pytest
 import tensorflow as tf
+from rlengine_transformers import FrameStack, FrameStackConfig
 
 from rlengine import ConfigError, StepType
-from rlengine_transformers import FrameStack, FrameStackConfig
 
 FIRST, MID, LAST = StepType.FIRST, StepType.MID, StepType.LAST
 

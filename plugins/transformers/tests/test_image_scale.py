@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from rlengine_transformers import ImageScale, ImageScaleConfig
 
 from rlengine import ConfigError
-from rlengine_transformers import ImageScale, ImageScaleConfig
 
 MID = tf.constant([1, 1], tf.int32)
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from rlengine_transformers import Normalize, NormalizeConfig
 
 from rlengine import ConfigError, SpecMismatchError
-from rlengine_transformers import Normalize, NormalizeConfig
 
 
 @pytest.fixture

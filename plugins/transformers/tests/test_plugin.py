@@ -1,8 +1,8 @@
 from importlib import metadata
 
-import rlengine
-
 from rlengine_transformers import plugin
+
+import rlengine
 
 
 def test_registers_every_transformer():

@@ -14,9 +14,9 @@ import time
 from typing import Any, Mapping, Optional
 
 import attrs
-from rlengine import SummaryWriter
 from tqdm import tqdm
 
+from rlengine import SummaryWriter
 from rlengine_writers.values import to_number
 
 MODES = ("auto", "bar", "lines")

@@ -13,8 +13,8 @@ import os
 from typing import Any, Mapping, Optional
 
 import attrs
-from rlengine import SummaryWriter
 
+from rlengine import SummaryWriter
 from rlengine_writers.values import INDEX_KEYS, finite_or_none, to_number
 
 

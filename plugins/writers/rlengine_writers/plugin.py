@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Callable
 
 from rlengine import hookimpl
-
 from rlengine_writers.console_writer import ConsoleWriter
 from rlengine_writers.jsonl_writer import JsonlWriter
 from rlengine_writers.tensorboard_writer import TensorBoardWriter

@@ -14,8 +14,8 @@ from typing import Any, Mapping, Optional
 
 import attrs
 import tensorflow as tf
-from rlengine import SummaryWriter
 
+from rlengine import SummaryWriter
 from rlengine_writers.values import INDEX_KEYS, to_number
 
 

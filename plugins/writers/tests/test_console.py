@@ -1,5 +1,4 @@
 import pytest
-
 from rlengine_writers.console_writer import ConsoleConfig, ConsoleWriter
 
 

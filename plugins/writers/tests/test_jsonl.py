@@ -4,7 +4,6 @@ import math
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from rlengine_writers.jsonl_writer import JsonlConfig, JsonlWriter
 
 

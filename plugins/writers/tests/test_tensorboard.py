@@ -4,7 +4,6 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from rlengine_writers.tensorboard_writer import TensorBoardConfig, TensorBoardWriter
 
 

@@ -21,8 +21,14 @@ def _import_tensorflow_quietly() -> None:
     try:
         sys.stderr.flush()
         os.dup2(devnull, 2)
-        import tensorflow  # noqa: F401
-        import tensorflow_probability  # noqa: F401
+        import tensorflow as tf
+        import tensorflow_probability as tfp
+
+        # Two more one-time C++ messages come on first use, not on import:
+        # device discovery (a failed cuInit on machines without a GPU) and
+        # the first int32 categorical sample (a oneDNN notice). Trigger both here.
+        tf.config.list_physical_devices()
+        tfp.distributions.Categorical(logits=tf.zeros([1, 2]), dtype=tf.int32).sample()
     finally:
         os.dup2(saved, 2)
         os.close(saved)

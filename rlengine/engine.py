@@ -54,6 +54,7 @@ class Engine:
 
     def train(self) -> TrainResult:
         """Train until the step budget or the target return; returns the result."""
+        start = time.perf_counter()
         cfg = self.config.train
         root_dir = self._prepare_root_dir()
         seed_everything(cfg.seed)
@@ -64,7 +65,7 @@ class Engine:
         error: Optional[BaseException] = None
         try:
             hook.rlengine_train_start(run=run)
-            return Trainer(run).train()
+            return Trainer(run, start).train()
         except BaseException as exc:
             error = exc
             raise

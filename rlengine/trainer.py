@@ -56,8 +56,10 @@ class TrainResult:
 class Trainer:
     """Runs the synchronous on-policy loop of one :class:`Run`."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, start: float):
         self.run = run
+        self.start = start  # perf_counter() when the run began building: training time counts from it
+        self.eval_time = 0.0
         self.cfg = run.config.train
         self.steps_per_iteration = self.cfg.unroll_length * self.cfg.num_envs
         self.checkpoint = tf.train.Checkpoint(
@@ -72,8 +74,8 @@ class Trainer:
     def train(self) -> TrainResult:
         run, cfg, parts = self.run, self.cfg, self.run.components
         hook = run.plugins.hook
-        start = time.perf_counter()
-        train_time, eval_history, last_eval = 0.0, [], None
+        start = self.start
+        eval_history, last_eval = [], None
         stats = EpisodeStats(cfg.num_envs)
         carry = parts.driver.start()
         while run.env_steps < cfg.num_env_steps:
@@ -83,37 +85,40 @@ class Trainer:
             t1 = time.perf_counter()
             losses = parts.learner.train(experience)
             t2 = time.perf_counter()
-            train_time += t2 - t0
             run.iteration += 1
             run.env_steps += self.steps_per_iteration
             stats.add(experience.step_type[1:].numpy(), experience.reward[1:].numpy())
-            metrics = self._iteration_metrics(losses, stats, t1 - t0, t2 - t1, start, train_time)
+            metrics = self._iteration_metrics(losses, stats, t1 - t0, t2 - t1, start)
             if run.iteration % cfg.summary_interval == 0:
                 parts.write(metrics)
             hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
             if cfg.eval_interval and run.iteration % cfg.eval_interval == 0:
-                last_eval = self._evaluate(start, train_time)
-                eval_history.append((run.env_steps, train_time, last_eval))
+                last_eval = self._evaluate(start)
+                eval_history.append((run.env_steps, self.train_time(), last_eval))
                 if cfg.target_return is not None and last_eval >= cfg.target_return:
                     break
             if cfg.checkpoint_interval and run.iteration % cfg.checkpoint_interval == 0:
                 self.save()
         if cfg.eval_interval and (not eval_history or eval_history[-1][0] != run.env_steps):
-            last_eval = self._evaluate(start, train_time)
-            eval_history.append((run.env_steps, train_time, last_eval))
+            last_eval = self._evaluate(start)
+            eval_history.append((run.env_steps, self.train_time(), last_eval))
         self.save()
         reached = cfg.target_return is not None and last_eval is not None and last_eval >= cfg.target_return
         return TrainResult(run.root_dir, run.iteration, run.env_steps, time.perf_counter() - start,
-                           train_time, last_eval, reached, tuple(eval_history))
+                           self.train_time(), last_eval, reached, tuple(eval_history))
+
+    def train_time(self) -> float:
+        """Seconds since the run began building, evaluation excluded (tracing included)."""
+        return time.perf_counter() - self.start - self.eval_time
 
     def _iteration_metrics(self, losses: dict, stats: EpisodeStats, collect: float, update: float,
-                           start: float, train_time: float) -> dict:
+                           start: float) -> dict:
         metrics = self._base_metrics(start)
         metrics.update({k: float(v) for k, v in losses.items()})
         metrics.update(stats.pop())
         metrics["time/collect"] = collect
         metrics["time/update"] = update
-        metrics["time/training"] = train_time
+        metrics["time/training"] = self.train_time()
         metrics["train/env_steps_per_sec"] = self.steps_per_iteration / max(collect + update, 1e-9)
         metrics["train/skipped_updates"] = float(self.run.components.learner.skipped_updates.numpy())
         return metrics
@@ -122,13 +127,14 @@ class Trainer:
         return {"iteration": self.run.iteration, "env_steps": self.run.env_steps,
                 "wall_time": time.perf_counter() - start}
 
-    def _evaluate(self, start: float, train_time: float) -> float:
+    def _evaluate(self, start: float) -> float:
         run = self.run
         t0 = time.perf_counter()
         metrics = self._base_metrics(start)
         metrics.update(run.components.evaluator.run())
         metrics["time/evaluation"] = time.perf_counter() - t0
-        metrics["time/training"] = train_time
+        self.eval_time += metrics["time/evaluation"]
+        metrics["time/training"] = self.train_time()
         run.components.write(metrics)
         run.plugins.hook.rlengine_evaluation_end(run=run, iteration=run.iteration, metrics=metrics)
         return metrics["eval/average_return"]

@@ -13,7 +13,7 @@ from rlengine.evaluator import Evaluator
 from rlengine.interfaces import Algorithm, Environment
 from rlengine.learner import Learner
 from rlengine.plugins import Plugins
-from rlengine.specs import RunSpecs, prepare_specs
+from rlengine.specs import RunSpecs, check_nest, prepare_specs
 from rlengine.transformers import TransformerChain
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation copies never share seeds with training copies
@@ -70,6 +70,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str) -> Comp
     transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]
     writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers]
     env = make_environment(config, plugins, cfg.num_envs, cfg.seed)
+    env_name = environment_class(config, plugins)[0]
     eval_env = None
     try:
         eval_copies = min(cfg.num_eval_episodes, MAX_EVAL_COPIES)
@@ -80,7 +81,9 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str) -> Comp
             observation=TransformerChain.output_spec_of(chain.transformers, raw_spec.observation))
         algorithm = algorithm_cls(time_step_spec, env.action_spec(), config.section(cfg.algorithm, algorithm_cls.config_class))
         converters = Converters(reg.distributions)
-        specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, cfg.algorithm)
+        check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, env.reset())
+        names = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
+        specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
         algorithm.build()
         driver = SyncDriver(env, chain, algorithm, specs, converters, cfg.unroll_length)
         learner = Learner(algorithm, specs, converters)

@@ -48,22 +48,36 @@ def prepare_specs(
     chain: TransformerChain,
     algorithm: Algorithm,
     converters: Converters,
-    algorithm_name: str,
+    names: dict,
 ) -> RunSpecs:
-    """Run the dummy step and collect the specs. Errors name ``algorithm_name``."""
+    """Run the dummy step and collect the specs.
+
+    ``names`` maps ``"algorithm"`` and each transformer's index to the name
+    it was registered under, so errors name the plugin at fault.
+    """
     raw = zeros_from_spec(raw_time_step_spec, [DUMMY_BATCH])
     raw = raw._replace(step_type=tf.fill([DUMMY_BATCH], StepType.FIRST))
+    _check_transformers(chain, raw, names)
     time_step, _ = chain.transform(raw, chain.initial_state(DUMMY_BATCH))
     state = algorithm.initial_state(DUMMY_BATCH)
     policy_step = algorithm.rollout(time_step, state)
-    check_nest(algorithm_name, "rollout() action", action_spec, policy_step.action)
-    check_nest(algorithm_name, "rollout() state", algorithm.state_spec, policy_step.state)
+    check_nest(f"algorithm {names['algorithm']!r}", "rollout() action", action_spec, policy_step.action)
+    check_nest(f"algorithm {names['algorithm']!r}", "rollout() state", algorithm.state_spec, policy_step.state)
     rollout_info = converters.spec_of(policy_step.info)
     time_step_spec = tf.nest.map_structure(tensor_spec, time_step)
     experience = Experience(*time_step_spec, action_spec, params_spec(rollout_info), algorithm.state_spec)
     train_info, loss = _dummy_train(algorithm, experience, rollout_info, converters)
     return RunSpecs(raw_time_step_spec, time_step_spec, action_spec, algorithm.state_spec,
                     chain.state_spec, rollout_info, experience, train_info, loss)
+
+
+def _check_transformers(chain: TransformerChain, raw: TimeStep, names: dict) -> None:
+    observation = raw.observation
+    for i, transformer in enumerate(chain.transformers):
+        observation, state = transformer.transform(observation, raw.step_type, transformer.initial_state(DUMMY_BATCH))
+        who = f"transformer {names[i]!r}"
+        check_nest(who, "transform() observation", transformer.output_spec, observation)
+        check_nest(who, "transform() state", transformer.state_spec, state)
 
 
 def _dummy_train(algorithm: Algorithm, experience_spec: Experience, rollout_info: Nest,
@@ -81,20 +95,23 @@ def _dummy_train(algorithm: Algorithm, experience_spec: Experience, rollout_info
     return train_info, loss
 
 
-def check_nest(plugin: str, what: str, expected_spec: Nest, actual: Nest) -> None:
-    """Raise SpecMismatchError unless ``actual`` (batched) matches ``expected_spec``."""
+def check_nest(who: str, what: str, expected_spec: Nest, actual: Nest) -> None:
+    """Raise SpecMismatchError unless ``actual`` (batched) matches ``expected_spec``.
+
+    ``who`` names the culprit, e.g. ``"algorithm 'ppo'"``.
+    """
     try:
         tf.nest.assert_same_structure(expected_spec, actual)
     except (ValueError, TypeError):
         raise SpecMismatchError(
-            f"algorithm {plugin!r}: {what} has the wrong structure; expected "
+            f"{who}: {what} has the wrong structure; expected "
             f"{_describe(expected_spec)}, got {_describe(actual)}"
         ) from None
     for spec, value in zip(tf.nest.flatten(expected_spec), tf.nest.flatten(actual)):
         value = tf.convert_to_tensor(value)
         if value.dtype != spec.dtype or value.shape[1:] != spec.shape:
             raise SpecMismatchError(
-                f"algorithm {plugin!r}: {what} does not match its spec; expected "
+                f"{who}: {what} does not match its spec; expected "
                 f"{_describe(expected_spec)}, got {_describe(actual)} (batch dimension dropped)"
             )
 

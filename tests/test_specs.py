@@ -33,7 +33,8 @@ def _prepare(algorithm_cls=ToyAlgorithm, transformers=()):
 
     plugins = build_plugins(load_entry_points=False, extra_plugins=[("d", distributions)])
     conv = Converters(plugins.registries.distributions)
-    return prepare_specs(raw, env.action_spec(), chain, algorithm, conv, "toy"), algorithm, chain
+    names = {"algorithm": "toy", **{i: t.__name__.lower() for i, t in enumerate(transformers)}}
+    return prepare_specs(raw, env.action_spec(), chain, algorithm, conv, names), algorithm, chain
 
 
 def test_specs_cover_time_step_action_experience_and_training_info():
@@ -71,3 +72,37 @@ def test_spec_mismatch_names_the_plugin_and_both_structures(cls, what):
     with pytest.raises(SpecMismatchError, match=f"algorithm 'toy': {what}") as err:
         _prepare(cls)
     assert "expected" in str(err.value) and "got" in str(err.value)
+
+
+class LyingTransformer(CountingTransformer):
+    """Claims to keep the observation spec but returns int32."""
+
+    def transform(self, observation, step_type, state):
+        return tf.cast(observation, tf.int32), state
+
+
+def test_transformer_mismatch_names_the_transformer():
+    with pytest.raises(SpecMismatchError, match="transformer 'lyingtransformer': transform\\(\\) observation"):
+        _prepare(transformers=[LyingTransformer])
+
+
+def test_environment_whose_steps_disagree_with_its_spec_is_named(plugins, tmp_path):
+    import numpy as np
+
+    from rlengine import hookimpl
+    from rlengine.engine import Engine
+    from rlengine.testing import CountingEnv, testing_plugin, tiny_config
+
+    class BadEnv(CountingEnv):
+        def reset(self):
+            ts = super().reset()
+            return ts._replace(observation=ts.observation.astype(np.float64))
+
+    class P:
+        @hookimpl
+        def rlengine_register_environments(self, register):
+            register("bad", BadEnv)
+
+    engine = Engine(tiny_config(str(tmp_path), env="bad"), extra_plugins=[("testing", testing_plugin()), ("bad", P())])
+    with pytest.raises(SpecMismatchError, match="environment 'bad': reset\\(\\) time step does not match"):
+        engine.train()

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import tensorflow as tf
+
 Nest = Any  # a tensor, array, or a dict / tuple / list / namedtuple of them
+
+
+def zeros_from_spec(spec: Nest, outer_shape: list) -> Nest:
+    """Zeros of every spec in ``spec`` with ``outer_shape`` in front (e.g. ``[batch]``)."""
+    return tf.nest.map_structure(lambda s: tf.zeros(list(outer_shape) + list(s.shape), s.dtype), spec)
 
 
 class StepType:

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import tensorflow as tf
 
-from rlengine.data import Experience, LossInfo, Nest, StepType, TimeStep
+from rlengine.data import Experience, LossInfo, Nest, StepType, TimeStep, zeros_from_spec
 from rlengine.distributions import Converters, params_spec, tensor_spec
 from rlengine.errors import SpecMismatchError
 from rlengine.interfaces import Algorithm
@@ -36,10 +36,6 @@ class RunSpecs:
     experience: Experience  # what is stored: distributions as parameter dicts
     train_info: Nest  # of train_step, DistributionSpec leaves allowed
     loss: LossInfo  # of train_complete (scalars)
-
-
-def zeros_from_spec(spec: Nest, outer_shape: list) -> Nest:
-    return tf.nest.map_structure(lambda s: tf.zeros(outer_shape + list(s.shape), s.dtype), spec)
 
 
 def prepare_specs(

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import attrs
 import tensorflow as tf
 
-from rlengine.data import Experience, LossInfo, Nest, PolicyStep, TimeStep
+from rlengine.data import Experience, LossInfo, Nest, PolicyStep, TimeStep, zeros_from_spec
 
 
 def untracked(module: tf.Module, name: str, value: Any) -> None:
@@ -77,9 +77,7 @@ class Algorithm(tf.Module):
 
     def initial_state(self, batch_size: int) -> Nest:
         """Zeros of ``state_spec`` with a leading batch dimension."""
-        return tf.nest.map_structure(
-            lambda s: tf.zeros([batch_size, *s.shape], s.dtype), self.state_spec
-        )
+        return zeros_from_spec(self.state_spec, [batch_size])
 
     # -- acting -------------------------------------------------------------
     def predict(self, time_step: TimeStep, state: Nest) -> PolicyStep:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import tensorflow as tf
 
-from rlengine.data import Nest
+from rlengine.data import Nest, zeros_from_spec
 from rlengine.interfaces.algorithm import NoConfig, untracked
 
 
@@ -43,9 +43,7 @@ class ObservationTransformer(tf.Module):
         return ()
 
     def initial_state(self, batch_size: int) -> Nest:
-        return tf.nest.map_structure(
-            lambda s: tf.zeros([batch_size, *s.shape], s.dtype), self.state_spec
-        )
+        return zeros_from_spec(self.state_spec, [batch_size])
 
     def transform(self, observation: Nest, step_type: Any, state: Nest) -> tuple[Nest, Nest]:
         """Return ``(transformed_observation, next_state)``. Must be pure."""

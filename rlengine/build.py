@@ -64,6 +64,17 @@ def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: i
                config=config.section(name, cls.config_class))
 
 
+def check_names(config: RunConfig, plugins: Plugins) -> None:
+    """Fail early, with close matches, on any plugin name the config uses but nobody registered."""
+    cfg, reg = config.train, plugins.registries
+    reg.algorithms.get(cfg.algorithm)
+    environment_class(config, plugins)
+    for name in cfg.transformers:
+        reg.transformers.get(name)
+    for name in cfg.writers:
+        reg.writers.get(name)
+
+
 def build_components(config: RunConfig, plugins: Plugins, root_dir: str) -> Components:
     cfg, reg = config.train, plugins.registries
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import traceback
 from typing import Optional, Sequence
@@ -42,8 +41,6 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
-    if args.debug:
-        os.environ["RLENGINE_DEBUG"] = "1"
     if args.version:
         from rlengine import __version__
 
@@ -99,7 +96,7 @@ def print_plugin_table(rows: list) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from rlengine.engine import Engine
 
-    overrides = [f"train.{key}={json.dumps(getattr(args, flag))}"
+    overrides = [f"train.{key}={json.dumps(getattr(args, flag), ensure_ascii=False)}"
                  for flag, key in TRAIN_FLAGS.items() if getattr(args, flag) is not None]
     if args.eager:
         overrides.append("train.eager=true")

@@ -90,7 +90,10 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
         if not sep or "." not in key:
             raise ConfigError(f"--set {item!r} is not of the form section.key=value (e.g. train.seed=3)")
         section, _, name = key.strip().rpartition(".")
-        raw.setdefault(section, {})[name] = parse_value(text.strip())
+        table = raw.setdefault(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"--set {item!r}: {section!r} is {table!r} in the config, not a [{section}] table")
+        table[name] = parse_value(text.strip())
     return raw
 
 
@@ -107,7 +110,7 @@ def build_config(raw: Mapping[str, Any], config_classes: Mapping[str, type]) -> 
     if unknown:
         raise ConfigError(
             f"config section [{unknown[0]}] matches no loaded plugin; known sections: "
-            f"train, {', '.join(sorted(config_classes))}." + close_matches(unknown[0], config_classes)
+            f"train, {', '.join(sorted(config_classes))}." + close_matches(unknown[0], ["train", *config_classes])
         )
     train = make_section("train", TrainConfig, raw.get("train", {}))
     sections = {name: make_section(name, config_classes[name], values) for name, values in raw.items()

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tomli_w
 
-from rlengine.build import build_components, config_classes
+from rlengine.build import build_components, check_names, config_classes
 from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_config, read_toml
 from rlengine.plugins import Plugins, build_plugins
 from rlengine.trainer import Run, Trainer, TrainResult
@@ -47,6 +47,7 @@ class Engine:
         self.plugins.raise_failures()
         config_obj = build_config(raw, config_classes(self.plugins))
         self.config: RunConfig = self.plugins.call_chained("rlengine_configure", "config", config_obj)
+        check_names(self.config, self.plugins)
 
     @classmethod
     def from_toml(cls, path: str, overrides: Iterable[str] = (), **kwargs: Any) -> "Engine":

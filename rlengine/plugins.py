@@ -115,12 +115,12 @@ def build_plugins(
     infos: list[PluginInfo] = []
     failures: list[PluginFailure] = []
     if load_entry_points:
-        for ep in _entry_points():
+        for ep in _entry_points(failures):
             if ep.name not in skip:
                 _load_entry_point(pm, ep, infos, failures)
     for name, plugin in extra_plugins:
         if name not in skip:
-            _register(pm, name, plugin, PluginInfo(name, "(in-process)", "", _module_of(plugin)), infos, failures)
+            _register(pm, name, plugin, PluginInfo(name, "in-process", "", _module_of(plugin)), infos, failures)
     _check_pending(pm, infos, failures)
     registries = Registries()
     for info in list(infos):
@@ -128,14 +128,27 @@ def build_plugins(
     return Plugins(pm, registries, infos, failures)
 
 
-def _entry_points() -> list[md.EntryPoint]:
-    seen: set[str] = set()
-    eps = []
+def _entry_points(failures: list) -> list[md.EntryPoint]:
+    """The group's entry points, one per name.
+
+    The same distribution found twice on the path is loaded once; two
+    different distributions claiming one name are both refused, since
+    silently preferring either would hide the other.
+    """
+    by_name: dict[str, list[md.EntryPoint]] = {}
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in seen:  # the same distribution may be on the path twice
-            seen.add(ep.name)
-            eps.append(ep)
-    return sorted(eps, key=lambda ep: ep.name)
+        same = [e for e in by_name.get(ep.name, []) if _dist_of(e) == _dist_of(ep)]
+        if not same:
+            by_name.setdefault(ep.name, []).append(ep)
+    unique = []
+    for name, eps in sorted(by_name.items()):
+        if len(eps) == 1:
+            unique.append(eps[0])
+            continue
+        owners = " and ".join(" ".join(_dist_of(e)).strip() for e in eps)
+        failures.append(PluginFailure(name, _dist_of(eps[0])[0], _dist_of(eps[0])[1],
+                                      f"entry point {name!r} is declared by both {owners}; uninstall one", ""))
+    return unique
 
 
 def _dist_of(ep: md.EntryPoint) -> tuple[str, str]:

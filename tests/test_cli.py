@@ -1,0 +1,318 @@
+"""The ``rlengine`` command line (mostly in-process: each subprocess pays a TensorFlow import)."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import rlengine
+import rlengine.plugins
+from rlengine import cli, hookimpl
+from rlengine.config import apply_overrides
+from rlengine.errors import ConfigError
+from rlengine.plugins import DISABLE_ENV, TRACE_ENV
+
+DEBUG_ENV = "RLENGINE_DEBUG"
+KIND_KEYS = ("algorithms", "environments", "transformers", "writers", "distributions")
+
+
+@pytest.fixture(autouse=True)
+def _clean_plugin_env(monkeypatch):
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+    monkeypatch.delenv(TRACE_ENV, raising=False)
+    monkeypatch.delenv(DEBUG_ENV, raising=False)  # main(["--debug", ...]) sets it; undone after each test
+
+
+def run_main(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def plugins_json(capsys, *argv):
+    code, out, err = run_main(capsys, *argv, "plugins", "--json")
+    return code, json.loads(out), err
+
+
+def by_name(rows):
+    return {row["name"]: row for row in rows}
+
+
+# -- basics ----------------------------------------------------------------------
+def test_version(capsys):
+    code, out, err = run_main(capsys, "--version")
+
+    assert code == 0
+    assert out == f"rlengine {rlengine.__version__}\n"
+    assert err == ""
+
+
+def test_no_command_prints_help_and_exits_2(capsys):
+    code, out, _ = run_main(capsys)
+
+    assert code == 2
+    assert "usage: rlengine" in out
+    assert "train" in out and "plugins" in out
+
+
+def test_unknown_command_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["fly"])
+
+    assert info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+# -- plugins ---------------------------------------------------------------------
+def test_plugins_json_lists_every_installed_plugin(capsys):
+    code, rows, err = plugins_json(capsys)
+
+    assert code == 0
+    assert err == ""
+    assert isinstance(rows, list)
+    plugins = by_name(rows)
+    assert {"algorithms", "gym", "transformers", "writers", "builtin-distributions"} <= set(plugins)
+    for row in rows:
+        assert isinstance(row["name"], str) and isinstance(row["version"], str)
+        for kind in KIND_KEYS:
+            assert isinstance(row[kind], list) and all(isinstance(n, str) for n in row[kind])
+    assert plugins["algorithms"]["algorithms"] == ["ac", "ppo"]
+    assert plugins["gym"]["environments"] == ["gym"]
+    assert plugins["writers"]["writers"] == ["console", "jsonl", "tensorboard"]
+    assert plugins["transformers"]["transformers"] == ["frame_stack", "image_scale", "normalize"]
+    assert {"categorical", "normal"} <= set(plugins["builtin-distributions"]["distributions"])
+    assert plugins["gym"]["algorithms"] == plugins["gym"]["distributions"] == []
+    assert plugins["gym"]["version"] == md.version("rlengine-gym")
+    assert plugins["builtin-distributions"]["version"] == rlengine.__version__
+
+
+def test_plugins_json_gives_each_plugins_distribution_name(capsys):
+    _, rows, _ = plugins_json(capsys)
+
+    plugins = by_name(rows)
+    assert plugins["gym"]["distribution"] == "rlengine-gym"
+    assert plugins["algorithms"]["distribution"] == "rlengine-algorithms"
+    assert plugins["builtin-distributions"]["distribution"] == "rlengine"
+    assert plugins["builtin-distributions"]["distributions"][0] == "bernoulli"
+
+
+def test_plugins_table_lists_distributions_and_names(capsys):
+    code, out, err = run_main(capsys, "plugins")
+
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["plugin", "distribution", "version", "registers"]
+    gym = next(line for line in lines if line.startswith("gym "))
+    assert gym.split()[:3] == ["gym", "rlengine-gym", md.version("rlengine-gym")]
+    assert gym.endswith("environments: gym")
+    algorithms = next(line for line in lines if line.startswith("algorithms "))
+    assert algorithms.split()[:3] == ["algorithms", "rlengine-algorithms", md.version("rlengine-algorithms")]
+    assert algorithms.endswith("algorithms: ac, ppo")
+    builtins = next(line for line in lines if line.startswith("builtin-distributions "))
+    assert builtins.split()[1] == "rlengine" and "distributions: bernoulli, categorical" in builtins
+    assert err == ""
+
+
+def test_disable_plugin_removes_it(capsys):
+    code, rows, _ = plugins_json(capsys, "--disable-plugin", "gym")
+
+    names = {row["name"] for row in rows}
+    assert code == 0
+    assert "gym" not in names
+    assert {"algorithms", "writers"} <= names
+
+
+def test_disable_plugin_is_repeatable(capsys):
+    _, rows, _ = plugins_json(capsys, "--disable-plugin", "gym", "--disable-plugin", "writers")
+
+    names = {row["name"] for row in rows}
+    assert "gym" not in names and "writers" not in names
+    assert "algorithms" in names
+
+
+def test_disable_environment_variable_removes_it(capsys, monkeypatch):
+    monkeypatch.setenv(DISABLE_ENV, "transformers")
+
+    _, rows, _ = plugins_json(capsys)
+
+    assert "transformers" not in {row["name"] for row in rows}
+
+
+class Bogus:
+    @hookimpl
+    def rlengine_bogus(self):
+        pass
+
+
+@pytest.fixture
+def with_bogus_plugin(monkeypatch):
+    real = rlengine.plugins.build_plugins
+
+    def build(disabled=(), extra_plugins=(), load_entry_points=True):
+        return real(disabled, [("bogus", Bogus()), *extra_plugins], load_entry_points)
+
+    monkeypatch.setattr(rlengine.plugins, "build_plugins", build)
+
+
+def test_plugin_failure_is_one_stderr_line_and_exit_1(capsys, with_bogus_plugin):
+    code, rows, err = plugins_json(capsys)
+
+    assert code == 1
+    assert err.count("\n") == 1
+    assert err.startswith("rlengine: error: plugin 'bogus' (")
+    assert "implements an unknown hook" in err
+    plugins = by_name(rows)
+    assert "unknown hook" in plugins["bogus"]["error"]
+    assert {"algorithms", "gym", "writers"} <= set(plugins)
+
+
+def test_plugin_failure_with_debug_shows_the_traceback(capsys, with_bogus_plugin):
+    code, _, err = plugins_json(capsys, "--debug")
+
+    assert code == 1
+    assert "rlengine: error: plugin 'bogus'" in err
+    assert "Traceback" in err
+
+
+def test_disabled_failing_plugin_is_no_failure(capsys, with_bogus_plugin):
+    code, rows, err = plugins_json(capsys, "--disable-plugin", "bogus")
+
+    assert code == 0 and err == ""
+    assert "bogus" not in {row["name"] for row in rows}
+
+
+# -- train errors ----------------------------------------------------------------------
+def _assert_one_error_line(err: str, start: str) -> None:
+    assert err.startswith(f"rlengine: error: {start}"), err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+
+
+def test_train_with_a_bad_set_key_exits_2_with_one_line(capsys):
+    code, out, err = run_main(capsys, "train", "--set", "train.nmu_envs=3")
+
+    assert code == 2
+    assert out == ""
+    _assert_one_error_line(err, "unknown config key train.nmu_envs;")
+    assert "Did you mean 'num_envs'" in err
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["train", "--set", "seed3"], "--set 'seed3' is not of the form section.key=value"),
+    (["train", "--set", "train.num_envs=true"], "config key train.num_envs must be int"),
+    (["train", "--num-envs", "0"], "invalid value in [train]: 'num_envs'"),
+    (["train", "--set", "trian.seed=1"], "config section [trian] matches no loaded plugin"),
+    (["train", "--set", "ppo.learning_rat=1e-3"], "unknown config key ppo.learning_rat;"),
+    (["--disable-plugin", "algorithms", "train", "--set", "ppo.learning_rate=1e-3"],
+     "config section [ppo] matches no loaded plugin"),
+])
+def test_train_config_errors_exit_2_with_one_line(capsys, argv, start):
+    code, _, err = run_main(capsys, *argv)
+
+    assert code == 2
+    _assert_one_error_line(err, start)
+
+
+def test_train_with_a_missing_config_file(capsys, tmp_path):
+    code, _, err = run_main(capsys, "train", str(tmp_path / "missing.toml"))
+
+    assert code == 2
+    _assert_one_error_line(err, "config file")
+    assert "does not exist" in err
+
+
+def test_train_with_a_malformed_config_file(capsys):
+    path = os.path.join(os.path.dirname(__file__), "data", "malformed.toml")
+
+    code, _, err = run_main(capsys, "train", path)
+
+    assert code == 2
+    _assert_one_error_line(err, "config file")
+    assert "malformed.toml" in err and "line 3" in err
+
+
+def test_train_config_error_with_debug_shows_the_traceback(capsys):
+    code, _, err = run_main(capsys, "--debug", "train", "--set", "train.nmu_envs=3")
+
+    assert code == 2
+    assert "Traceback" in err
+    assert err.rstrip().splitlines()[-1].startswith("rlengine: error: unknown config key train.nmu_envs")
+
+
+# -- train flags -------------------------------------------------------------------------
+class StopEngine:
+    """Stands in for rlengine.engine.Engine and records how the CLI built it."""
+
+    calls: list = []
+
+    def __init__(self, config, overrides=(), *, disabled_plugins=()):
+        StopEngine.calls.append((config, list(overrides), list(disabled_plugins)))
+        raise ConfigError("stopped before building anything")
+
+
+@pytest.fixture
+def recorded_engine(monkeypatch):
+    import rlengine.engine
+
+    StopEngine.calls = []
+    monkeypatch.setattr(rlengine.engine, "Engine", StopEngine)
+    return StopEngine.calls
+
+
+def test_train_flags_become_train_overrides_before_set(capsys, recorded_engine):
+    code, _, _ = run_main(capsys, "--disable-plugin", "gym", "train", "run.toml", "--algorithm", "toy",
+                          "--env", "counting", "--num-envs", "2", "--num-env-steps", "64", "--seed", "3",
+                          "--root-dir", "runs/x y", "--eager", "--set", "train.seed=5")
+
+    assert code == 2
+    [(config, overrides, disabled)] = recorded_engine
+    assert config == "run.toml"
+    assert disabled == ["gym"]
+    assert overrides[-1] == "train.seed=5"
+    assert apply_overrides({}, overrides)["train"] == {
+        "algorithm": "toy", "env": "counting", "num_envs": 2, "num_env_steps": 64, "seed": 5,
+        "root_dir": "runs/x y", "eager": True,
+    }
+
+
+def test_train_flag_values_are_taken_literally(capsys, recorded_engine):
+    run_main(capsys, "train", "--env", "true", "--root-dir", 'runs/"quoted"\\dir')
+
+    [(_, overrides, _)] = recorded_engine
+    assert apply_overrides({}, overrides)["train"] == {"env": "true", "root_dir": 'runs/"quoted"\\dir'}
+
+
+def test_train_flag_with_a_non_bmp_character_is_kept(capsys, recorded_engine):
+    run_main(capsys, "train", "--root-dir", "runs/\U0001F600")
+
+    [(_, overrides, _)] = recorded_engine
+    assert apply_overrides({}, overrides)["train"]["root_dir"] == "runs/\U0001F600"
+
+
+# -- a real process ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def bad_key_process(tmp_path_factory):
+    env = {k: v for k, v in os.environ.items() if k not in (DISABLE_ENV, TRACE_ENV, DEBUG_ENV)}
+    return subprocess.run(
+        [sys.executable, "-m", "rlengine.cli", "train", "--set", "train.nmu_envs=3"],
+        capture_output=True, text=True, env=env, cwd=tmp_path_factory.mktemp("cli"), timeout=120,
+    )
+
+
+def test_process_config_error_exits_2_with_one_error_line_and_no_traceback(bad_key_process):
+    assert bad_key_process.returncode == 2
+    assert bad_key_process.stdout == ""
+    errors = [line for line in bad_key_process.stderr.splitlines() if line.startswith("rlengine: error:")]
+    assert errors == [errors[0]] and errors[0].startswith("rlengine: error: unknown config key train.nmu_envs")
+    assert "Traceback" not in bad_key_process.stderr
+
+
+def test_process_config_error_prints_nothing_else_on_stderr(bad_key_process):
+    # TensorFlow's C++ start-up chatter must not surround the error.
+    [line] = bad_key_process.stderr.splitlines()
+    assert line.startswith("rlengine: error: unknown config key train.nmu_envs")

@@ -1,5 +1,6 @@
 """Time for `rlengine train` (defaults: PPO on CartPole-v1) to reach 475.
 
+Each seed trains in a fresh process (cold tracing, as `rlengine train`).
 Prints, per seed, the training wall time (from the start of Engine.train(),
 building, spec preparation and tracing included, evaluation excluded) and
 env steps at the first evaluation averaging >= 475, with the phase split
@@ -19,8 +20,6 @@ import sys
 import tempfile
 import time
 
-from rlengine.engine import Engine
-
 SB3_MEDIAN_SECONDS = 3.8
 
 
@@ -39,10 +38,15 @@ def phase_split(root_dir: str) -> dict:
 
 
 def one_seed(seed: int) -> tuple:
+    """Train one seed in a fresh process, as `rlengine train` would (cold tracing)."""
     root = tempfile.mkdtemp(prefix=f"ppo-bench-{seed}-")
-    result = Engine(None, [f"train.seed={seed}", f'train.root_dir="{root}"', 'train.writers=["jsonl"]']).train()
-    hit = next(((steps, t) for steps, t, ret in result.eval_history if ret >= 475), None)
-    return hit, phase_split(root), result
+    code = ("import json, sys; from rlengine.engine import Engine; "
+            "r = Engine(None, sys.argv[1:]).train(); print(json.dumps([r.env_steps, r.eval_return, r.eval_history]))")
+    out = subprocess.run([sys.executable, "-c", code, f"train.seed={seed}", f'train.root_dir="{root}"',
+                          'train.writers=["jsonl"]'], check=True, capture_output=True, text=True).stdout
+    env_steps, eval_return, history = json.loads(out.strip().splitlines()[-1])
+    hit = next(((steps, t) for steps, t, ret in history if ret >= 475), None)
+    return hit, phase_split(root), (env_steps, eval_return)
 
 
 def main() -> None:
@@ -55,7 +59,7 @@ def main() -> None:
     for seed in range(args.seeds):
         hit, split, result = one_seed(seed)
         if hit is None:
-            print(f"{seed:4d}  did not reach 475 in {result.env_steps} steps (last {result.eval_return})")
+            print(f"{seed:4d}  did not reach 475 in {result[0]} steps (last {result[1]})")
             continue
         times.append(hit[1])
         print(f"{seed:4d}  {hit[0]:9d}  {hit[1]:7.2f}  {split['tracing']:9.2f}  {split['collect']:9.2f}"

@@ -96,8 +96,10 @@ class SyncDriver:
         self.converters = converters
         self.unroll_length = unroll_length
         self.batch = env.batch_size
-        self.run = tf.function(self._run)
-        self.start = tf.function(self._start)
+        # autograph=False: the loops below are explicit, and converting the
+        # algorithm's source on first trace cost more than the training.
+        self.run = tf.function(self._run, autograph=False)
+        self.start = tf.function(self._start, autograph=False)
 
     def _act(self, raw: TimeStep, transformer_state: tuple, policy_state: Nest) -> tuple:
         time_step, transformer_state = self.chain.transform(raw, transformer_state, update=True)
@@ -118,10 +120,15 @@ class SyncDriver:
         arrays = [tf.TensorArray(s.dtype, size=self.unroll_length + 1, element_shape=[self.batch, *s.shape])
                   for s in flat_spec]
         arrays = [a.write(0, t) for a, t in zip(arrays, tf.nest.flatten(carry.experience))]
-        for t in tf.range(1, self.unroll_length + 1):
+
+        def step(t, carry, arrays):
             raw = self.env.step(clip_to_spec(carry.experience.action, self.specs.action))
             carry = Carry(*self._act(raw, carry.transformer_state, carry.policy_state))
             arrays = [a.write(t, x) for a, x in zip(arrays, tf.nest.flatten(carry.experience))]
+            return t + 1, carry, arrays
+
+        _, carry, arrays = tf.while_loop(lambda t, *_: t <= self.unroll_length, step,
+                                         (tf.constant(1), carry, arrays), parallel_iterations=1)
         experience = tf.nest.pack_sequence_as(self.specs.experience, [a.stack() for a in arrays])
         return experience, carry
 

@@ -25,7 +25,7 @@ class Evaluator:
         self.num_episodes = num_episodes
         copies = env.batch_size
         self.quota = np.array([num_episodes // copies + (i < num_episodes % copies) for i in range(copies)])
-        self.act = tf.function(self._act)
+        self.act = tf.function(self._act, autograph=False)
 
     def _act(self, raw, transformer_state, policy_state):
         time_step, transformer_state = self.chain.transform(raw, transformer_state)

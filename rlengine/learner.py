@@ -43,7 +43,8 @@ class Learner:
         self.specs = specs
         self.converters = converters
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
-        self.train = tf.function(self._train)
+        # autograph=False: explicit loops; see SyncDriver.
+        self.train = tf.function(self._train, autograph=False)
 
     def _train(self, experience: Experience) -> dict:
         """Preprocess ``[T, B]`` experience and run every epoch of minibatch updates."""
@@ -61,13 +62,20 @@ class Learner:
         size = self.algorithm.mini_batch_size or num_rows
         num_minibatches = tf.maximum(num_rows // size, 1)
         totals = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), self.specs.loss)
-        for _ in tf.range(self.algorithm.num_epochs):
+
+        def minibatch(i, order, totals):
+            rows = order[i * size:(i + 1) * size]
+            loss = self._update([tf.gather(t, rows) for t in flat], spec, recurrent)
+            return i + 1, order, tf.nest.map_structure(tf.add, totals, loss)
+
+        def epoch(e, totals):
             order = tf.random.shuffle(tf.range(num_rows))
-            for i in tf.range(num_minibatches):
-                rows = order[i * size:(i + 1) * size]
-                picked = [tf.gather(t, rows) for t in flat]
-                loss = self._update(picked, spec, recurrent)
-                totals = tf.nest.map_structure(tf.add, totals, loss)
+            _, _, totals = tf.while_loop(lambda i, *_: i < num_minibatches, minibatch,
+                                         (tf.constant(0), order, totals), parallel_iterations=1)
+            return e + 1, totals
+
+        _, totals = tf.while_loop(lambda e, _: e < self.algorithm.num_epochs, epoch,
+                                  (tf.constant(0), totals), parallel_iterations=1)
         count = tf.cast(self.algorithm.num_epochs * num_minibatches, tf.float32)
         return {k: v / count for k, v in _flatten_loss(totals).items()}
 
@@ -82,11 +90,14 @@ class Learner:
         loss_info, grads_and_vars = self.algorithm.train_complete(tape, info)
         grads = [g for g, _ in grads_and_vars]
         ok = tf.logical_and(all_finite(grads), all_finite([loss_info.loss]))
-        if ok:
+
+        def apply():
             self.algorithm.apply_gradients(grads_and_vars)
             self.algorithm.after_update()
-        else:
-            self.skipped_updates.assign_add(1)
+            return tf.constant(0, tf.int64)
+
+        skipped = tf.cond(ok, apply, lambda: tf.constant(1, tf.int64))
+        self.skipped_updates.assign_add(skipped)
         return loss_info
 
     def _train_over_time(self, params: Nest, spec: Nest) -> Nest:
@@ -98,15 +109,18 @@ class Learner:
         flat_info_spec = tf.nest.flatten(params_spec(info_spec))
         arrays = [tf.TensorArray(s.dtype, size=length, element_shape=[None, *s.shape]) for s in flat_info_spec]
         initial = self.algorithm.initial_state(batch)
-        state = _first_state(time_major, initial)
-        for t in tf.range(length):
+
+        def step(t, state, arrays):
             step_params = tf.nest.map_structure(lambda x: x[t], time_major)
-            step = self.converters.from_params(step_params, spec)
-            state = reset_where_first(step.step_type, state, initial)
-            out = self.algorithm.train_step(step, state)
-            state = out.state
+            exp = self.converters.from_params(step_params, spec)
+            state = reset_where_first(exp.step_type, state, initial)
+            out = self.algorithm.train_step(exp, state)
             flat_info = tf.nest.flatten(self.converters.to_params(out.info))
-            arrays = [a.write(t, x) for a, x in zip(arrays, flat_info)]
+            return t + 1, out.state, [a.write(t, x) for a, x in zip(arrays, flat_info)]
+
+        _, _, arrays = tf.while_loop(lambda t, *_: t < length, step,
+                                     (tf.constant(0), _first_state(time_major, initial), arrays),
+                                     parallel_iterations=1)
         stacked = tf.nest.pack_sequence_as(params_spec(info_spec), [a.stack() for a in arrays])
         return self.converters.from_params(stacked, info_spec)
 

@@ -34,6 +34,7 @@ def phase_split(root_dir: str) -> dict:
         "collect": sum(collect) - (collect[0] - steady_collect),
         "update": sum(update) - (update[0] - steady_update),
         "steps_per_sec": 256 / (steady_collect + steady_update),
+        "summaries": train_rows[-1]["time/summaries"] / train_rows[-1]["time/training"],
     }
 
 
@@ -55,7 +56,7 @@ def main() -> None:
     parser.add_argument("--skip-command", action="store_true")
     args = parser.parse_args()
     times = []
-    print("seed  env_steps  train_s  tracing_s  collect_s  update_s  steady_steps/s")
+    print("seed  env_steps  train_s  tracing_s  collect_s  update_s  steady_steps/s  summaries")
     for seed in range(args.seeds):
         hit, split, result = one_seed(seed)
         if hit is None:
@@ -63,7 +64,7 @@ def main() -> None:
             continue
         times.append(hit[1])
         print(f"{seed:4d}  {hit[0]:9d}  {hit[1]:7.2f}  {split['tracing']:9.2f}  {split['collect']:9.2f}"
-              f"  {split['update']:8.2f}  {split['steps_per_sec']:14.0f}")
+              f"  {split['update']:8.2f}  {split['steps_per_sec']:14.0f}  {split['summaries']:9.1%}")
     if times:
         median = statistics.median(times)
         print(f"median time to 475: {median:.2f} s over {len(times)}/{args.seeds} seeds "

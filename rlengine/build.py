@@ -75,11 +75,11 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
         reg.writers.get(name)
 
 
-def build_components(config: RunConfig, plugins: Plugins, root_dir: str) -> Components:
+def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True) -> Components:
     cfg, reg = config.train, plugins.registries
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
     transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]
-    writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers]
+    writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers] if writers else []
     env = make_environment(config, plugins, cfg.num_envs, cfg.seed)
     env_name = environment_class(config, plugins)[0]
     eval_env = None

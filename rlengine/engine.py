@@ -15,12 +15,14 @@ import random
 import time
 from typing import Any, Iterable, Mapping, Optional
 
+import attrs
 import numpy as np
 import tensorflow as tf
 import tomli_w
 
 from rlengine.build import build_components, check_names, config_classes
 from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_config, read_toml
+from rlengine.errors import RLEngineError
 from rlengine.plugins import Plugins, build_plugins
 from rlengine.trainer import Run, Trainer, TrainResult
 
@@ -76,6 +78,31 @@ class Engine:
             finally:
                 components.close()
                 tf.config.run_functions_eagerly(False)
+
+    def evaluate(self, num_episodes: Optional[int] = None) -> dict:
+        """Evaluate the greedy policy of the newest checkpoint in ``train.root_dir``.
+
+        Returns ``eval/average_return``, ``eval/std_return``,
+        ``eval/average_length`` and ``eval/episodes``. Without a checkpoint
+        (nothing trained yet) it is an error rather than a score of a random
+        policy.
+        """
+        cfg = self.config.train
+        if num_episodes is not None:
+            self.config = attrs.evolve(self.config, train=attrs.evolve(cfg, num_eval_episodes=num_episodes))
+        checkpoint_dir = os.path.join(cfg.root_dir, "checkpoints")
+        latest = tf.train.latest_checkpoint(checkpoint_dir) if cfg.root_dir else None
+        if latest is None:
+            raise RLEngineError(f"no checkpoint in {checkpoint_dir!r}: train first, or set train.root_dir "
+                                "to a run directory")
+        seed_everything(cfg.seed)
+        components = build_components(self.config, self.plugins, cfg.root_dir, writers=False)
+        try:
+            tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain) \
+                .restore(latest).expect_partial()
+            return components.evaluator.run()
+        finally:
+            components.close()
 
     def _prepare_root_dir(self) -> str:
         cfg = self.config.train

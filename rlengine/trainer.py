@@ -60,6 +60,7 @@ class Trainer:
         self.run = run
         self.start = start  # perf_counter() when the run began building: training time counts from it
         self.eval_time = 0.0
+        self.summary_time = 0.0  # writers and hooks, to keep summaries visibly cheap
         self.cfg = run.config.train
         self.steps_per_iteration = self.cfg.unroll_length * self.cfg.num_envs
         self.checkpoint = tf.train.Checkpoint(
@@ -89,9 +90,11 @@ class Trainer:
             run.env_steps += self.steps_per_iteration
             stats.add(experience.step_type[1:].numpy(), experience.reward[1:].numpy())
             metrics = self._iteration_metrics(losses, stats, t1 - t0, t2 - t1, start)
+            t3 = time.perf_counter()
             if run.iteration % cfg.summary_interval == 0:
                 parts.write(metrics)
             hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
+            self.summary_time += time.perf_counter() - t3
             if cfg.eval_interval and run.iteration % cfg.eval_interval == 0:
                 last_eval = self._evaluate(start)
                 eval_history.append((run.env_steps, self.train_time(), last_eval))
@@ -119,6 +122,7 @@ class Trainer:
         metrics["time/collect"] = collect
         metrics["time/update"] = update
         metrics["time/training"] = self.train_time()
+        metrics["time/summaries"] = self.summary_time
         metrics["train/env_steps_per_sec"] = self.steps_per_iteration / max(collect + update, 1e-9)
         metrics["train/skipped_updates"] = float(self.run.components.learner.skipped_updates.numpy())
         return metrics

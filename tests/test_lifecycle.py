@@ -53,3 +53,16 @@ def test_target_return_stops_early(tmp_path):
     result = _engine(tmp_path, recorder, target_return=1.0, num_env_steps=10_000).train()
     assert result.reached_target and result.iterations == 2
     assert recorder.calls[-3:] == ["evaluation_end:2", "checkpoint_saved:2", "train_end"]
+
+
+def test_evaluate_restores_the_newest_checkpoint(tmp_path):
+    from rlengine.errors import RLEngineError
+
+    engine = _engine(tmp_path, HookRecorder())
+    with pytest.raises(RLEngineError, match="no checkpoint"):
+        engine.evaluate()
+    trained = engine.train()
+    fresh = Engine(tiny_config(str(tmp_path)), extra_plugins=[("testing", testing_plugin())])
+    result = fresh.evaluate(num_episodes=3)
+    assert result["eval/episodes"] == 3.0
+    assert result["eval/average_return"] == trained.eval_return == 8.0  # the learnt policy, not a fresh one

@@ -16,3 +16,19 @@ def plugins():
 
     return build_plugins(load_entry_points=False,
                          extra_plugins=[("builtin-distributions", distributions), ("testing", testing_plugin())])
+
+
+FIRST_PARTY = ("rlengine_gym", "rlengine_algorithms", "rlengine_transformers", "rlengine_writers")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip ``first_party`` tests where the first-party plugins are not installed (tox's core env)."""
+    import importlib.util
+
+    missing = [m for m in FIRST_PARTY if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    skip = pytest.mark.skip(reason=f"needs the first-party plugins; missing {', '.join(missing)}")
+    for item in items:
+        if "first_party" in item.keywords:
+            item.add_marker(skip)

@@ -69,6 +69,7 @@ def test_unknown_command_is_an_argparse_error(capsys):
 
 
 # -- plugins ---------------------------------------------------------------------
+@pytest.mark.first_party
 def test_plugins_json_lists_every_installed_plugin(capsys):
     code, rows, err = plugins_json(capsys)
 
@@ -91,6 +92,7 @@ def test_plugins_json_lists_every_installed_plugin(capsys):
     assert plugins["builtin-distributions"]["version"] == rlengine.__version__
 
 
+@pytest.mark.first_party
 def test_plugins_json_gives_each_plugins_distribution_name(capsys):
     _, rows, _ = plugins_json(capsys)
 
@@ -101,6 +103,7 @@ def test_plugins_json_gives_each_plugins_distribution_name(capsys):
     assert plugins["builtin-distributions"]["distributions"][0] == "bernoulli"
 
 
+@pytest.mark.first_party
 def test_plugins_table_lists_distributions_and_names(capsys):
     code, out, err = run_main(capsys, "plugins")
 
@@ -118,6 +121,7 @@ def test_plugins_table_lists_distributions_and_names(capsys):
     assert err == ""
 
 
+@pytest.mark.first_party
 def test_disable_plugin_removes_it(capsys):
     code, rows, _ = plugins_json(capsys, "--disable-plugin", "gym")
 
@@ -127,6 +131,7 @@ def test_disable_plugin_removes_it(capsys):
     assert {"algorithms", "writers"} <= names
 
 
+@pytest.mark.first_party
 def test_disable_plugin_is_repeatable(capsys):
     _, rows, _ = plugins_json(capsys, "--disable-plugin", "gym", "--disable-plugin", "writers")
 
@@ -159,6 +164,7 @@ def with_bogus_plugin(monkeypatch):
     monkeypatch.setattr(rlengine.plugins, "build_plugins", build)
 
 
+@pytest.mark.first_party
 def test_plugin_failure_is_one_stderr_line_and_exit_1(capsys, with_bogus_plugin):
     code, rows, err = plugins_json(capsys)
 
@@ -193,6 +199,7 @@ def _assert_one_error_line(err: str, start: str) -> None:
     assert "Traceback" not in err
 
 
+@pytest.mark.first_party
 def test_train_with_a_bad_set_key_exits_2_with_one_line(capsys):
     code, out, err = run_main(capsys, "train", "--set", "train.nmu_envs=3")
 
@@ -211,6 +218,7 @@ def test_train_with_a_bad_set_key_exits_2_with_one_line(capsys):
     (["--disable-plugin", "algorithms", "train", "--set", "ppo.learning_rate=1e-3"],
      "config section [ppo] matches no loaded plugin"),
 ])
+@pytest.mark.first_party
 def test_train_config_errors_exit_2_with_one_line(capsys, argv, start):
     code, _, err = run_main(capsys, *argv)
 
@@ -236,6 +244,7 @@ def test_train_with_a_malformed_config_file(capsys):
     assert "malformed.toml" in err and "line 3" in err
 
 
+@pytest.mark.first_party
 def test_train_config_error_with_debug_shows_the_traceback(capsys):
     code, _, err = run_main(capsys, "--debug", "train", "--set", "train.nmu_envs=3")
 
@@ -304,6 +313,7 @@ def bad_key_process(tmp_path_factory):
     )
 
 
+@pytest.mark.first_party
 def test_process_config_error_exits_2_with_one_error_line_and_no_traceback(bad_key_process):
     assert bad_key_process.returncode == 2
     assert bad_key_process.stdout == ""
@@ -312,6 +322,7 @@ def test_process_config_error_exits_2_with_one_error_line_and_no_traceback(bad_k
     assert "Traceback" not in bad_key_process.stderr
 
 
+@pytest.mark.first_party
 def test_process_config_error_prints_nothing_else_on_stderr(bad_key_process):
     # TensorFlow's C++ start-up chatter must not surround the error.
     [line] = bad_key_process.stderr.splitlines()

@@ -100,6 +100,7 @@ def test_to_dict_leaves_out_none_values_and_sorts_sections():
     assert out["alpha"] == {"episode_length": 5}
 
 
+@pytest.mark.first_party
 def test_embedded_default_config_is_valid_with_the_installed_plugins():
     classes = config_classes(build_plugins())
 
@@ -110,6 +111,7 @@ def test_embedded_default_config_is_valid_with_the_installed_plugins():
     assert "ppo" in config.sections
 
 
+@pytest.mark.first_party
 def test_engine_without_config_uses_the_embedded_default():
     engine = Engine()
 
@@ -320,6 +322,7 @@ def test_zero_is_allowed_where_it_means_never():
     assert (config.train.eval_interval, config.train.checkpoint_interval) == (0, 0)
 
 
+@pytest.mark.first_party
 def test_unknown_section_is_named_with_the_known_sections(testing_classes):
     message = _config_error({"countng": {"episode_length": 3}}, testing_classes)
 
@@ -518,6 +521,7 @@ def test_effective_config_is_written_and_reads_back_equal(tmp_path):
     assert isinstance(reread.sections["counting"], CountingConfig)
 
 
+@pytest.mark.first_party
 def test_default_config_round_trips_through_toml():
     engine = Engine()
 

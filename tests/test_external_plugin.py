@@ -189,6 +189,7 @@ def test_pip_installed_the_distribution_metadata(sites):
     assert "coinflip = rlengine_coinflip" in (dist_info / "entry_points.txt").read_text()
 
 
+@pytest.mark.first_party
 def test_plugins_lists_the_external_plugin_with_its_distribution(listed):
     assert listed.returncode == 0, listed.stderr
     assert listed.stderr == ""
@@ -202,6 +203,7 @@ def test_plugins_lists_the_external_plugin_with_its_distribution(listed):
     assert {"algorithms", "gym", "writers", "builtin-distributions"} <= set(rows)
 
 
+@pytest.mark.first_party
 def test_train_runs_the_external_algorithm_on_the_external_environment(trained):
     process, run_dir = trained
 
@@ -216,6 +218,7 @@ def test_train_runs_the_external_algorithm_on_the_external_environment(trained):
     assert not any(key.startswith("eval/") for row in rows for key in row)
 
 
+@pytest.mark.first_party
 def test_train_writes_the_external_plugins_section_into_the_config(trained):
     process, run_dir = trained
     assert process.returncode == 0
@@ -226,6 +229,7 @@ def test_train_writes_the_external_plugins_section_into_the_config(trained):
     assert "[coinflip_guess]" in text and "episode_length = 2" in text
 
 
+@pytest.mark.first_party
 def test_broken_plugin_is_one_error_line_and_the_others_still_list(listed_with_broken):
     process = listed_with_broken
 

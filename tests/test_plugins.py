@@ -107,6 +107,7 @@ def test_entry_point_of_a_fake_distribution_is_loaded_with_its_origin(fake_dist)
     assert plugins.manager.get_plugin("fake-good") is sys.modules[modules["fake-good"]]
 
 
+@pytest.mark.first_party
 def test_first_party_plugins_load_through_their_distributions():
     plugins = build_plugins()
 
@@ -136,6 +137,7 @@ def test_without_entry_points_only_in_process_plugins_load():
     assert plugins.registries.writers.names() == ["memory"]
 
 
+@pytest.mark.first_party
 def test_plugin_whose_import_raises_is_a_one_line_failure_and_others_load(fake_dist):
     fake_dist("rlengine-broken", "0.4.2", {"fake-broken": BROKEN_PLUGIN})
     fake_dist("rlengine-fake", "1.0", {"fake-good": GOOD_PLUGIN.format(algorithm="fake_algo")})
@@ -251,6 +253,7 @@ def test_every_plugin_with_an_unknown_hook_is_reported():
     assert [i.name for i in plugins.infos] == ["testing"]
 
 
+@pytest.mark.first_party
 def test_unknown_hook_in_an_entry_point_names_its_distribution(fake_dist):
     source = """
         from rlengine import hookimpl
@@ -337,6 +340,7 @@ def test_plugin_whose_register_hook_raises_fails_and_leaves_no_names():
     assert "counting" in plugins.registries.environments
 
 
+@pytest.mark.first_party
 def test_extra_plugin_reusing_an_entry_point_name_fails_without_replacing_it():
     plugins = build_plugins(extra_plugins=[("gym", testing_plugin())])
 
@@ -359,6 +363,7 @@ def test_same_entry_point_name_in_two_distributions_is_reported(fake_dist):
 
 
 # -- disabling -----------------------------------------------------------------
+@pytest.mark.first_party
 def test_disabled_argument_skips_entry_points_and_extra_plugins():
     plugins = build_plugins(disabled=["gym", "testing"], extra_plugins=[("testing", testing_plugin())])
 
@@ -370,6 +375,7 @@ def test_disabled_argument_skips_entry_points_and_extra_plugins():
     assert plugins.failures == []
 
 
+@pytest.mark.first_party
 def test_disable_environment_variable_skips_plugins(monkeypatch):
     monkeypatch.setenv(DISABLE_ENV, " gym , writers,,")
 
@@ -381,6 +387,7 @@ def test_disable_environment_variable_skips_plugins(monkeypatch):
     assert plugins.registries.writers.names() == []
 
 
+@pytest.mark.first_party
 def test_disable_environment_variable_adds_to_the_argument(monkeypatch):
     monkeypatch.setenv(DISABLE_ENV, "gym")
 
@@ -391,6 +398,7 @@ def test_disable_environment_variable_adds_to_the_argument(monkeypatch):
     assert "writers" in names
 
 
+@pytest.mark.first_party
 def test_disabling_an_unknown_name_is_harmless():
     plugins = build_plugins(disabled=["no-such-plugin"])
 

@@ -64,6 +64,7 @@ def test_duplicate_name_while_building_plugins_fails_the_second_plugin():
     assert [i.name for i in plugins.infos] == ["first"]
 
 
+@pytest.mark.first_party
 def test_duplicate_name_with_an_entry_point_plugin_is_refused_by_the_engine(tmp_path):
     with pytest.raises(PluginError) as info:
         Engine(tiny_config(str(tmp_path)), extra_plugins=[("testing", testing_plugin()),
@@ -112,6 +113,7 @@ def test_unknown_name_in_an_empty_registry_says_none():
         Registries().writers.get("memory")
 
 
+@pytest.mark.first_party
 def test_engine_reports_an_unknown_algorithm_with_a_suggestion(tmp_path):
     root = tmp_path / "run"
     with pytest.raises(RegistryError) as info:  # refused before anything is built or written

@@ -50,6 +50,8 @@ from rlengine.data import Experience, LossInfo, PolicyStep, StepType, TimeStep  
 from rlengine.errors import ConfigError, PluginError, RegistryError, RLEngineError, SpecMismatchError  # noqa: E402
 from rlengine.interfaces import Algorithm, Environment, ObservationTransformer, SummaryWriter  # noqa: E402
 from rlengine.interfaces.algorithm import NoConfig  # noqa: E402
+from rlengine.builtin.distributions import SquashedNormal  # noqa: E402
+from rlengine.returns import n_step_return  # noqa: E402
 
 __all__ = [
     "API_VERSION",
@@ -65,9 +67,11 @@ __all__ = [
     "RLEngineError",
     "RegistryError",
     "SpecMismatchError",
+    "SquashedNormal",
     "StepType",
     "SummaryWriter",
     "TimeStep",
     "__version__",
     "hookimpl",
+    "n_step_return",
 ]

@@ -83,3 +83,4 @@ class LossInfo(NamedTuple):
 
     loss: Any  # scalar tensor that was differentiated
     extra: dict  # name -> scalar tensor, written to the summaries as-is
+    priority: Any = ()  # [B] new priorities of the sampled sequences (prioritized replay only)

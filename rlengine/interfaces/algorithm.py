@@ -98,6 +98,26 @@ class Algorithm(tf.Module):
     num_epochs: int = 1
     mini_batch_size: int = 0
 
+    #: Off-policy algorithms learn from a replay buffer: each iteration the
+    #: core stores the unroll, then runs ``num_updates_per_iteration``
+    #: updates on ``[mini_batch_length, mini_batch_size]`` time-major
+    #: sequences sampled from it (``preprocess_experience`` turns them into
+    #: what ``train_step`` needs, e.g. transitions). ``initial_collect_steps``
+    #: env steps (all copies) are collected with uniformly random actions first.
+    off_policy: bool = False
+    mini_batch_length: int = 2
+    num_updates_per_iteration: int = 1
+    initial_collect_steps: int = 0
+    replay_capacity: int = 100_000  # rows, all environment copies together
+    #: Prioritized replay: ``train_complete`` gets importance weights as
+    #: ``weight`` and returns per-sequence priorities in ``LossInfo.priority``.
+    prioritized_replay: bool = False
+    priority_alpha: float = 0.6
+    priority_beta: float = 0.4
+    #: Recurrent off-policy training starts each sampled sequence from the
+    #: stored rollout state instead of zeros.
+    use_rollout_state: bool = False
+
     def build(self) -> None:
         """Create optimizer slots before the first traced update.
 

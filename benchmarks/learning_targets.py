@@ -1,0 +1,55 @@
+"""The on-policy learning targets, per seed: env steps and training time to the threshold.
+
+Runs each example config (each seed in a fresh process) and prints the first
+evaluation reaching the target, with training wall time (evaluation
+excluded, building and tracing included).
+
+    python benchmarks/learning_targets.py [--seeds 3] [--only ppo_pendulum]
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+
+TARGETS = {  # example -> threshold the issue asks for
+    "ppo_cartpole": 475.0,
+    "a2c_cartpole": 475.0,
+    "ppo_pendulum": -250.0,
+    "ppo_lstm_cartpole_novelocity": 475.0,
+}
+
+CODE = ("import json, sys; from rlengine.engine import Engine; r = Engine(sys.argv[1], sys.argv[2:]).train(); "
+        "print(json.dumps([r.env_steps, r.train_time, r.eval_history]))")
+
+
+def run(example: str, seed: int) -> tuple:
+    root = tempfile.mkdtemp(prefix=f"{example}-{seed}-")
+    out = subprocess.run([sys.executable, "-c", CODE, f"examples/{example}.toml", f"train.seed={seed}",
+                          f'train.root_dir="{root}"', 'train.writers=["jsonl"]'],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--only", choices=sorted(TARGETS))
+    args = parser.parse_args()
+    for example, target in TARGETS.items():
+        if args.only and example != args.only:
+            continue
+        for seed in range(args.seeds):
+            env_steps, train_time, history = run(example, seed)
+            hit = next(((s, t, r) for s, t, r in history if r >= target), None)
+            if hit:
+                print(f"{example:30s} seed {seed}: {hit[2]:7.1f} >= {target:g} at {hit[0]:7d} env steps, "
+                      f"{hit[1]:6.1f} s training")
+            else:
+                print(f"{example:30s} seed {seed}: not reached in {env_steps} env steps "
+                      f"(best {max(r for _, _, r in history):.1f}), {train_time:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

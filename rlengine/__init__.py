@@ -46,11 +46,11 @@ API_VERSION = "1.0"
 
 hookimpl = pluggy.HookimplMarker("rlengine")
 
+from rlengine.builtin.distributions import SquashedNormal  # noqa: E402
 from rlengine.data import Experience, LossInfo, PolicyStep, StepType, TimeStep  # noqa: E402
 from rlengine.errors import ConfigError, PluginError, RegistryError, RLEngineError, SpecMismatchError  # noqa: E402
 from rlengine.interfaces import Algorithm, Environment, ObservationTransformer, SummaryWriter  # noqa: E402
 from rlengine.interfaces.algorithm import NoConfig  # noqa: E402
-from rlengine.builtin.distributions import SquashedNormal  # noqa: E402
 from rlengine.returns import n_step_return  # noqa: E402
 
 __all__ = [

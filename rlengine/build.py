@@ -9,9 +9,11 @@ import attrs
 from rlengine.config import RunConfig
 from rlengine.distributions import Converters
 from rlengine.driver import SyncDriver
+from rlengine.errors import ConfigError
 from rlengine.evaluator import Evaluator
 from rlengine.interfaces import Algorithm, Environment
 from rlengine.learner import Learner
+from rlengine.pipelines import OffPolicyPipeline, OnPolicyPipeline
 from rlengine.plugins import Plugins
 from rlengine.specs import RunSpecs, check_nest, prepare_specs
 from rlengine.transformers import TransformerChain
@@ -34,6 +36,8 @@ class Components:
     learner: Learner
     evaluator: Evaluator
     writers: list
+    pipeline: Any
+    buffer: Any  # the replay buffer of off-policy algorithms, else None
 
     def write(self, metrics: dict) -> None:
         for writer in self.writers:
@@ -97,7 +101,10 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
         algorithm.build()
         driver = SyncDriver(env, chain, algorithm, specs, converters, cfg.unroll_length)
-        learner = Learner(algorithm, specs, converters)
+        buffer = make_replay_buffer(config, algorithm, specs) if algorithm.off_policy else None
+        learner = Learner(algorithm, specs, converters, buffer)
+        pipeline = (OffPolicyPipeline(driver, learner, buffer, algorithm) if buffer is not None
+                    else OnPolicyPipeline(driver, learner))
         evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
         writers = [cls(root_dir, config.section(n, cls.config_class), total_env_steps=cfg.num_env_steps)
                    for n, cls in writer_classes]
@@ -106,7 +113,28 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         if eval_env is not None:
             eval_env.close()
         raise
-    return Components(env, eval_env, chain, algorithm, converters, specs, driver, learner, evaluator, writers)
+    return Components(env, eval_env, chain, algorithm, converters, specs, driver, learner, evaluator, writers,
+                      pipeline, buffer)
+
+
+def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs) -> Any:
+    """The replay buffer an off-policy algorithm asks for, after checking it can be sampled."""
+    from rlengine.replay import ReplayBuffer
+
+    cfg, name = config.train, config.train.algorithm
+    needed = cfg.num_envs * algorithm.mini_batch_length
+    if algorithm.initial_collect_steps < needed:
+        raise ConfigError(
+            f"{name}.initial_collect_steps = {algorithm.initial_collect_steps} is too small to sample "
+            f"sequences of {algorithm.mini_batch_length} steps from {cfg.num_envs} environment copies; "
+            f"set it to at least {needed}")
+    needed_capacity = cfg.num_envs * max(algorithm.mini_batch_length, cfg.unroll_length)
+    if algorithm.replay_capacity < needed_capacity:
+        raise ConfigError(f"{name}.replay_capacity = {algorithm.replay_capacity} must be at least "
+                          f"{needed_capacity} (num_envs x max(mini_batch_length, unroll_length))")
+    return ReplayBuffer(specs.experience, cfg.num_envs, algorithm.replay_capacity,
+                        sequence_length=algorithm.mini_batch_length, prioritized=algorithm.prioritized_replay,
+                        priority_alpha=algorithm.priority_alpha)
 
 
 def _transformers(config: RunConfig, classes: list, observation_spec: Any) -> list:

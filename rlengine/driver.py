@@ -44,6 +44,21 @@ def reset_where_first(step_type: Any, state: Nest, initial: Nest) -> Nest:
     return tf.nest.map_structure(select, state, initial)
 
 
+def uniform_action(spec: Nest, batch: int) -> Nest:
+    """Uniformly random actions within the bounds of ``spec`` (initial collection)."""
+
+    def sample(s):
+        shape = [batch, *s.shape]
+        low = tf.broadcast_to(tf.cast(s.minimum, s.dtype), s.shape)
+        high = tf.broadcast_to(tf.cast(s.maximum, s.dtype), s.shape)
+        if s.dtype.is_integer:
+            offset = tf.random.uniform(shape, 0, tf.int32.max, tf.int32) % tf.cast(high - low + 1, tf.int32)
+            return low + tf.cast(offset, s.dtype)
+        return tf.random.uniform(shape, dtype=s.dtype) * (high - low) + low
+
+    return tf.nest.map_structure(sample, spec)
+
+
 def clip_to_spec(action: Nest, spec: Nest) -> Nest:
     """Clip float actions into their bounds (the stored action stays unclipped)."""
 
@@ -96,6 +111,9 @@ class SyncDriver:
         self.converters = converters
         self.unroll_length = unroll_length
         self.batch = env.batch_size
+        #: While True, actions are uniformly random (off-policy initial collection);
+        #: the algorithm's rollout still runs, so the stored info keeps its spec.
+        self.random_actions = tf.Variable(False, trainable=False, name="random_actions")
         # autograph=False: the loops below are explicit, and converting the
         # algorithm's source on first trace cost more than the training.
         self.run = tf.function(self._run, autograph=False)
@@ -105,8 +123,10 @@ class SyncDriver:
         time_step, transformer_state = self.chain.transform(raw, transformer_state, update=True)
         state = reset_where_first(time_step.step_type, policy_state, self.algorithm.initial_state(self.batch))
         step: PolicyStep = self.algorithm.rollout(time_step, state)
+        action = tf.cond(self.random_actions, lambda: uniform_action(self.specs.action, self.batch),
+                         lambda: step.action)
         info = self.converters.to_params(step.info)
-        exp = Experience(*time_step, step.action, info, state)
+        exp = Experience(*time_step, action, info, state)
         return exp, transformer_state, step.state
 
     def _start(self) -> Carry:

@@ -1,29 +1,37 @@
-"""The learner: turns collected experience into gradient updates.
+"""The learner: turns experience into gradient updates, on-policy or from replay.
 
-One :meth:`Learner.train` call is one ``tf.function`` call::
+On-policy, one :meth:`Learner.train` call (one ``tf.function`` call) runs::
 
-    batch = algorithm.preprocess_experience(experience)        # [T, B]
+    batch = algorithm.preprocess_experience(experience)        # [T + 1, B] -> [T, B]
     for epoch in range(algorithm.num_epochs):
         for minibatch in shuffled(batch, algorithm.mini_batch_size):
-            with GradientTape() as tape:
-                info = train_step over the minibatch           # see below
-            loss, grads = algorithm.train_complete(tape, info)
-            apply unless a gradient or the loss is not finite
+            update(minibatch)
 
-Stateless algorithms see the minibatch as one flat batch of rows; recurrent
-ones (``needs_time_dimension``) get whole sequences and ``train_step`` runs
-in a ``tf.while_loop`` over time, resetting the state where a step is FIRST.
-Epochs and minibatches are graph loops, so tracing cost does not grow with
-their number.
+From replay, one :meth:`Learner.train_from_replay` call runs::
+
+    for _ in range(algorithm.num_updates_per_iteration):
+        sequences, indices, weights = buffer.sample(mini_batch_size)   # [B, L]
+        batch = algorithm.preprocess_experience(time_major(sequences))  # e.g. transitions
+        loss = update(batch, weights)
+        buffer.update_priorities(indices, loss.priority)               # prioritized only
+
+``update`` records ``train_step`` under one persistent tape and lets
+``train_complete`` turn it into the loss and gradients, which are applied
+unless one is not finite. Stateless algorithms see rows (``[T * B]``
+on-policy, whatever ``preprocess_experience`` returns from replay);
+recurrent ones (``needs_time_dimension``) see whole sequences, and
+``train_step`` runs in a ``tf.while_loop`` over time, resetting the state
+where a step is FIRST. All loops are graph loops, so tracing cost does not
+grow with their number.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from rlengine.data import Experience, Nest
+from rlengine.data import Experience, LossInfo, Nest
 from rlengine.distributions import Converters, params_spec
 from rlengine.driver import reset_where_first
 from rlengine.interfaces import Algorithm
@@ -35,38 +43,44 @@ def all_finite(tensors: list) -> Any:
     return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
 
 
-class Learner:
-    """Runs the updates of one algorithm on batches of experience."""
+def swap_leading(t: Any) -> Any:
+    """``[T, B, ...]`` <-> ``[B, T, ...]``."""
+    return tf.transpose(t, [1, 0, *range(2, len(t.shape))])
 
-    def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters):
+
+class Learner:
+    """Runs the updates of one algorithm."""
+
+    def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, buffer: Any = None):
         self.algorithm = algorithm
         self.specs = specs
         self.converters = converters
+        self.buffer = buffer
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
         # autograph=False: explicit loops; see SyncDriver.
         self.train = tf.function(self._train, autograph=False)
+        self.train_from_replay = tf.function(self._train_from_replay, autograph=False)
 
+    # -- on-policy -------------------------------------------------------------
     def _train(self, experience: Experience) -> dict:
-        """Preprocess ``[T, B]`` experience and run every epoch of minibatch updates."""
-        exp = experience._replace(
-            rollout_info=self.converters.from_params(experience.rollout_info, self.specs.rollout_info))
-        batch = self.algorithm.preprocess_experience(exp)
+        """Preprocess ``[T + 1, B]`` experience and run every epoch of minibatch updates."""
+        batch = self.algorithm.preprocess_experience(self._with_distributions(experience))
         spec = self.converters.spec_of(batch, outer_dims=2)
         flat = tf.nest.flatten(self.converters.to_params(batch))
         recurrent = self.algorithm.needs_time_dimension
-        if not recurrent:  # rows are independent: one flat batch [T * B]
+        if recurrent:  # sequences are kept whole; minibatches pick copies: [B, T]
+            flat = [swap_leading(t) for t in flat]
+        else:  # rows are independent: one flat batch [T * B]
             flat = [tf.reshape(t, [-1, *t.shape[2:]]) for t in flat]
-        else:  # sequences are kept whole; minibatches pick copies: [B, T]
-            flat = [tf.transpose(t, [1, 0, *range(2, len(t.shape))]) for t in flat]
         num_rows = tf.shape(flat[0])[0]
         size = self.algorithm.mini_batch_size or num_rows
         num_minibatches = tf.maximum(num_rows // size, 1)
-        totals = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), self.specs.loss)
 
         def minibatch(i, order, totals):
             rows = order[i * size:(i + 1) * size]
-            loss = self._update([tf.gather(t, rows) for t in flat], spec, recurrent)
-            return i + 1, order, tf.nest.map_structure(tf.add, totals, loss)
+            params = tf.nest.pack_sequence_as(params_spec(spec), [tf.gather(t, rows) for t in flat])
+            loss = self._update(self._info_fn(params, spec, recurrent))
+            return i + 1, order, _add(totals, loss)
 
         def epoch(e, totals):
             order = tf.random.shuffle(tf.range(num_rows))
@@ -75,19 +89,42 @@ class Learner:
             return e + 1, totals
 
         _, totals = tf.while_loop(lambda e, _: e < self.algorithm.num_epochs, epoch,
-                                  (tf.constant(0), totals), parallel_iterations=1)
-        count = tf.cast(self.algorithm.num_epochs * num_minibatches, tf.float32)
-        return {k: v / count for k, v in _flatten_loss(totals).items()}
+                                  (tf.constant(0), self._zero_totals()), parallel_iterations=1)
+        return _averages(totals, self.algorithm.num_epochs * num_minibatches)
 
-    def _update(self, picked: list, spec: Nest, recurrent: bool) -> Nest:
-        params = tf.nest.pack_sequence_as(params_spec(spec), picked)
-        with tf.GradientTape() as tape:
-            if recurrent:
-                info = self._train_over_time(params, spec)
+    # -- from replay -------------------------------------------------------------
+    def _train_from_replay(self, num_updates: Any) -> dict:
+        """Sample and update ``num_updates`` times; returns the average losses."""
+        algorithm = self.algorithm
+
+        def one_update(i, totals):
+            sample = self.buffer.sample(algorithm.mini_batch_size, algorithm.priority_beta)
+            experience = tf.nest.map_structure(swap_leading, sample.experience)  # [L, B]
+            batch = algorithm.preprocess_experience(self._with_distributions(experience))
+            weight = sample.weights if algorithm.prioritized_replay else None
+            if algorithm.needs_time_dimension:
+                spec = self.converters.spec_of(batch, outer_dims=2)
+                params = tf.nest.map_structure(swap_leading, self.converters.to_params(batch))
+                info_fn = self._info_fn(params, spec, recurrent=True)
             else:
-                minibatch = self.converters.from_params(params, spec)
-                info = self.algorithm.train_step(minibatch, ()).info
-        loss_info, grads_and_vars = self.algorithm.train_complete(tape, info)
+                def info_fn():
+                    return algorithm.train_step(batch, ()).info
+            loss = self._update(info_fn, weight)
+            if algorithm.prioritized_replay:
+                self.buffer.update_priorities(sample.indices, loss.priority)
+            return i + 1, _add(totals, loss)
+
+        _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
+                                  (tf.constant(0), self._zero_totals()), parallel_iterations=1)
+        return _averages(totals, num_updates)
+
+    # -- one update ----------------------------------------------------------------
+    def _update(self, info_fn: Callable[[], Nest], weight: Optional[Any] = None) -> LossInfo:
+        """One gradient step: ``info_fn`` runs under the tape, ``train_complete`` makes the loss."""
+        with tf.GradientTape(persistent=True) as tape:
+            info = info_fn()
+        loss_info, grads_and_vars = self.algorithm.train_complete(tape, info, weight)
+        del tape
         grads = [g for g, _ in grads_and_vars]
         ok = tf.logical_and(all_finite(grads), all_finite([loss_info.loss]))
 
@@ -96,45 +133,69 @@ class Learner:
             self.algorithm.after_update()
             return tf.constant(0, tf.int64)
 
-        skipped = tf.cond(ok, apply, lambda: tf.constant(1, tf.int64))
-        self.skipped_updates.assign_add(skipped)
+        self.skipped_updates.assign_add(tf.cond(ok, apply, lambda: tf.constant(1, tf.int64)))
         return loss_info
+
+    def _info_fn(self, params: Nest, spec: Nest, recurrent: bool) -> Callable[[], Nest]:
+        if recurrent:
+            return lambda: self._train_over_time(params, spec)
+        return lambda: self.algorithm.train_step(self.converters.from_params(params, spec), ()).info
 
     def _train_over_time(self, params: Nest, spec: Nest) -> Nest:
         """``train_step`` over ``[b, T]`` sequences in a while loop; infos stacked ``[T, b]``."""
-        time_major = tf.nest.map_structure(lambda t: tf.transpose(t, [1, 0, *range(2, len(t.shape))]), params)
-        length = tf.shape(tf.nest.flatten(time_major)[0])[0]
-        batch = tf.shape(tf.nest.flatten(time_major)[0])[1]
-        info_spec = self.specs.train_info
-        flat_info_spec = tf.nest.flatten(params_spec(info_spec))
-        arrays = [tf.TensorArray(s.dtype, size=length, element_shape=[None, *s.shape]) for s in flat_info_spec]
+        time_major = tf.nest.map_structure(swap_leading, params)
+        first = tf.nest.flatten(time_major)[0]
+        length, batch = tf.shape(first)[0], tf.shape(first)[1]
+        info_spec = params_spec(self.specs.train_info)
+        arrays = [tf.TensorArray(s.dtype, size=length, element_shape=[None, *s.shape])
+                  for s in tf.nest.flatten(info_spec)]
         initial = self.algorithm.initial_state(batch)
 
         def step(t, state, arrays):
-            step_params = tf.nest.map_structure(lambda x: x[t], time_major)
-            exp = self.converters.from_params(step_params, spec)
+            exp = self.converters.from_params(tf.nest.map_structure(lambda x: x[t], time_major), spec)
             state = reset_where_first(exp.step_type, state, initial)
             out = self.algorithm.train_step(exp, state)
             flat_info = tf.nest.flatten(self.converters.to_params(out.info))
             return t + 1, out.state, [a.write(t, x) for a, x in zip(arrays, flat_info)]
 
         _, _, arrays = tf.while_loop(lambda t, *_: t < length, step,
-                                     (tf.constant(0), _first_state(time_major, initial), arrays),
+                                     (tf.constant(0), self._first_state(time_major, initial), arrays),
                                      parallel_iterations=1)
-        stacked = tf.nest.pack_sequence_as(params_spec(info_spec), [a.stack() for a in arrays])
-        return self.converters.from_params(stacked, info_spec)
+        stacked = tf.nest.pack_sequence_as(info_spec, [a.stack() for a in arrays])
+        return self.converters.from_params(stacked, self.specs.train_info)
+
+    def _first_state(self, time_major: Experience, initial: Nest) -> Nest:
+        """Start from the stored rollout state of the first row, or from zeros.
+
+        On-policy sequences are whole unrolls, so the stored state is exact;
+        from replay it is used only when the algorithm sets ``use_rollout_state``.
+        """
+        stored = time_major.state
+        use_stored = self.buffer is None or self.algorithm.use_rollout_state
+        if use_stored and tf.nest.flatten(stored):
+            return tf.nest.map_structure(lambda s: s[0], stored)
+        return initial
+
+    def _with_distributions(self, experience: Experience) -> Experience:
+        return experience._replace(
+            rollout_info=self.converters.from_params(experience.rollout_info, self.specs.rollout_info))
+
+    def _zero_totals(self) -> tuple:
+        return tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), _scalars(self.specs.loss))
 
 
-def _first_state(time_major: Experience, initial: Nest) -> Nest:
-    """The stored rollout state of the first row when there is one, else zeros."""
-    stored = time_major.state
-    if tf.nest.flatten(stored):
-        return tf.nest.map_structure(lambda s: s[0], stored)
-    return initial
+def _scalars(loss: LossInfo) -> tuple:
+    """The summed parts of a LossInfo (per-sample priorities are not averaged)."""
+    return (loss.loss, dict(loss.extra))
 
 
-def _flatten_loss(loss: Nest) -> dict:
-    out = {"loss/total": loss.loss}
-    out.update({f"loss/{k}": v for k, v in loss.extra.items()})
+def _add(totals: tuple, loss: LossInfo) -> tuple:
+    return tf.nest.map_structure(tf.add, totals, _scalars(loss))
+
+
+def _averages(totals: tuple, count: Any) -> dict:
+    count = tf.cast(count, tf.float32)
+    loss, extra = totals
+    out = {"loss/total": loss / count}
+    out.update({f"loss/{k}": v / count for k, v in extra.items()})
     return out
-

@@ -7,7 +7,7 @@ Register them in-process::
     engine = Engine(tiny_config(), extra_plugins=[("testing", testing_plugin())])
 
 ``counting`` is a deterministic environment, ``toy`` a small trainable
-algorithm, ``memory`` a writer that keeps its rows, and :class:`HookRecorder`
+on-policy algorithm, ``toy-q`` an off-policy one (learns from replay), ``memory`` a writer that keeps its rows, and :class:`HookRecorder`
 records every lifecycle hook call in order.
 """
 
@@ -112,6 +112,45 @@ class ToyAlgorithm(Algorithm):
         return LossInfo(loss, {"reward": tf.reduce_mean(info["reward"])}), list(zip(grads, variables))
 
 
+class ToyQAlgorithm(Algorithm):
+    """Off-policy: learns the reward of each action from replayed transitions (learns ``action = 1``)."""
+
+    off_policy = True
+    mini_batch_size = 8
+    mini_batch_length = 2
+    num_updates_per_iteration = 4
+    initial_collect_steps = 8
+    replay_capacity = 64
+
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        self.q = tf.Variable([0.0, 0.0], name="q")
+        self.optimizer = tf_keras.optimizers.SGD(0.2)
+
+    def predict(self, time_step, state):
+        batch = tf.shape(time_step.step_type)[0]
+        return PolicyStep(tf.fill([batch], tf.cast(tf.argmax(self.q), tf.int32)), state, ())
+
+    def rollout(self, time_step, state):
+        batch = tf.shape(time_step.step_type)[0]
+        return PolicyStep(tf.random.uniform([batch], 0, 2, tf.int32), state, ())
+
+    def preprocess_experience(self, exp):
+        # [2, B] sequences -> transitions: action at row 0, reward on arriving at row 1
+        valid = tf.cast(exp.step_type[0] != StepType.LAST, tf.float32)
+        return {"action": exp.action[0], "reward": exp.reward[1], "valid": valid}
+
+    def train_step(self, batch, state):
+        return PolicyStep((), state, {**batch, "q": tf.gather(self.q, batch["action"])})
+
+    def train_complete(self, tape, info, weight=None):
+        with tape:
+            error = (info["q"] - info["reward"]) * info["valid"]
+            loss = tf.reduce_mean(tf.square(error))
+        grads = tape.gradient(loss, [self.q])
+        return LossInfo(loss, {"q1": self.q[1]}, priority=tf.abs(error)), [(grads[0], self.q)]
+
+
 class MemoryWriter(SummaryWriter):
     """Keeps every row in ``self.rows`` (and in ``MemoryWriter.last`` for tests)."""
 
@@ -138,6 +177,7 @@ class TestingPlugin:
     @hookimpl
     def rlengine_register_algorithms(self, register):
         register("toy", ToyAlgorithm)
+        register("toy-q", ToyQAlgorithm)
 
     @hookimpl
     def rlengine_register_writers(self, register):

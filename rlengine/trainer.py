@@ -63,12 +63,11 @@ class Trainer:
         self.summary_time = 0.0  # writers and hooks, to keep summaries visibly cheap
         self.cfg = run.config.train
         self.steps_per_iteration = self.cfg.unroll_length * self.cfg.num_envs
-        self.checkpoint = tf.train.Checkpoint(
-            algorithm=run.components.algorithm,
-            transformers=run.components.chain,
-            iteration=tf.Variable(0, dtype=tf.int64),
-            env_steps=tf.Variable(0, dtype=tf.int64),
-        )
+        saved = dict(algorithm=run.components.algorithm, transformers=run.components.chain,
+                     iteration=tf.Variable(0, dtype=tf.int64), env_steps=tf.Variable(0, dtype=tf.int64))
+        if run.components.buffer is not None:
+            saved["replay"] = run.components.buffer
+        self.checkpoint = tf.train.Checkpoint(**saved)
         self.checkpoints = tf.train.CheckpointManager(
             self.checkpoint, os.path.join(run.root_dir, "checkpoints"), max_to_keep=self.cfg.keep_checkpoints)
 
@@ -78,18 +77,15 @@ class Trainer:
         start = self.start
         eval_history, last_eval = [], None
         stats = EpisodeStats(cfg.num_envs)
-        carry = parts.driver.start()
+        carry = parts.pipeline.start()
         while run.env_steps < cfg.num_env_steps:
-            t0 = time.perf_counter()
             parts.algorithm.progress.assign(run.env_steps / cfg.num_env_steps)
-            experience, carry = parts.driver.run(carry)
-            t1 = time.perf_counter()
-            losses = parts.learner.train(experience)
-            t2 = time.perf_counter()
+            step = parts.pipeline.iterate(carry, run.env_steps)
+            carry = step.carry
             run.iteration += 1
             run.env_steps += self.steps_per_iteration
-            stats.add(experience.step_type[1:].numpy(), experience.reward[1:].numpy())
-            metrics = self._iteration_metrics(losses, stats, t1 - t0, t2 - t1, start)
+            stats.add(step.experience.step_type[1:].numpy(), step.experience.reward[1:].numpy())
+            metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds, start)
             t3 = time.perf_counter()
             if run.iteration % cfg.summary_interval == 0:
                 parts.write(metrics)

@@ -1,0 +1,72 @@
+"""The two synchronous pipelines: what one training iteration does.
+
+Both expose ``start() -> carry`` and ``iterate(carry, env_steps) ->
+Iteration``; the trainer loop does not care which one it drives.
+
+* On-policy: one unroll, then every epoch of updates on it.
+* Off-policy: one unroll stored into the replay buffer, then
+  ``num_updates_per_iteration`` updates on sampled sequences. The first
+  ``initial_collect_steps`` env steps use uniformly random actions and train
+  nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from rlengine.driver import Carry, SyncDriver
+from rlengine.interfaces import Algorithm
+from rlengine.learner import Learner
+
+
+class Iteration(NamedTuple):
+    experience: Any  # the unroll's rows [T + 1, B]; row 0 repeats the previous unroll's last row
+    carry: Carry
+    losses: dict  # averaged loss scalars (empty while nothing is trained)
+    collect_seconds: float
+    update_seconds: float
+
+
+class OnPolicyPipeline:
+    def __init__(self, driver: SyncDriver, learner: Learner):
+        self.driver, self.learner = driver, learner
+
+    def start(self) -> Carry:
+        return self.driver.start()
+
+    def iterate(self, carry: Carry, env_steps: int) -> Iteration:
+        t0 = time.perf_counter()
+        experience, carry = self.driver.run(carry)
+        t1 = time.perf_counter()
+        losses = self.learner.train(experience)
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1)
+
+
+class OffPolicyPipeline:
+    def __init__(self, driver: SyncDriver, learner: Learner, buffer: Any, algorithm: Algorithm):
+        self.driver, self.learner, self.buffer, self.algorithm = driver, learner, buffer, algorithm
+        self.collect = tf.function(self._collect, autograph=False)
+        self.num_updates = tf.constant(algorithm.num_updates_per_iteration)
+
+    def start(self) -> Carry:
+        carry = self.driver.start()
+        self.buffer.add(carry.experience)  # the first row; later unrolls store rows 1..T
+        return carry
+
+    def _collect(self, carry: Carry) -> tuple:
+        experience, carry = self.driver._run(carry)
+        # rows 1..T in time order, flattened: one add (one sum-tree update) per unroll
+        self.buffer.add(tf.nest.map_structure(lambda x: tf.reshape(x[1:], [-1, *x.shape[2:]]), experience))
+        return experience, carry
+
+    def iterate(self, carry: Carry, env_steps: int) -> Iteration:
+        warming_up = env_steps < self.algorithm.initial_collect_steps
+        self.driver.random_actions.assign(warming_up)
+        t0 = time.perf_counter()
+        experience, carry = self.collect(carry)
+        t1 = time.perf_counter()
+        losses = {} if warming_up else self.learner.train_from_replay(self.num_updates)
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1)

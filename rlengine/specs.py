@@ -78,11 +78,18 @@ def _check_transformers(chain: TransformerChain, raw: TimeStep, names: dict) -> 
 
 def _dummy_train(algorithm: Algorithm, experience_spec: Experience, rollout_info: Nest,
                  converters: Converters) -> tuple[Nest, LossInfo]:
-    """Derive the training-info and loss specs; gradients are computed, never applied."""
-    exp = zeros_from_spec(experience_spec, [DUMMY_BATCH, DUMMY_BATCH])  # [T, B]
+    """Derive the training-info and loss specs the way the learner will call train_step.
+
+    On-policy the learner flattens ``[T, B]`` rows (or steps through time);
+    from replay a stateless algorithm gets whatever ``preprocess_experience``
+    returned. Gradients are computed, never applied.
+    """
+    length = algorithm.mini_batch_length if algorithm.off_policy else DUMMY_BATCH
+    exp = zeros_from_spec(experience_spec, [length, DUMMY_BATCH])  # [T, B]
     exp = exp._replace(rollout_info=converters.from_params(exp.rollout_info, rollout_info))
     batch = algorithm.preprocess_experience(exp)
-    batch = tf.nest.map_structure(lambda t: t[0], batch)  # train_step sees one time slice
+    if algorithm.needs_time_dimension or not algorithm.off_policy:
+        batch = tf.nest.map_structure(lambda t: t[0], batch)  # train_step sees one time slice
     with tf.GradientTape(persistent=True) as tape:
         step = algorithm.train_step(batch, algorithm.initial_state(DUMMY_BATCH))
     train_info = converters.spec_of(step.info)

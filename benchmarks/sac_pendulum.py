@@ -1,0 +1,91 @@
+"""SAC on Pendulum-v1 against Stable-Baselines3 (RL-Zoo settings), measured here.
+
+1. Learner throughput: gradient updates per second at batch 256, 2x256 MLPs,
+   twin critics, from a filled replay buffer (SB3: 107/s; compute limit of
+   this machine ~250/s at ~0.55 GFLOP per update).
+2. Time to -200: each seed trains `examples/sac_pendulum.toml` in a fresh
+   process; prints env steps and training wall time (building and tracing
+   included, evaluation excluded) at the first evaluation >= -200
+   (SB3: 26.9 / 28.8 / 35.6 s, median 28.8 s).
+
+    python benchmarks/sac_pendulum.py [--seeds 3] [--updates 2000] [--skip-learning]
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SB3_UPDATES_PER_SEC = 107.0
+SB3_MEDIAN_SECONDS = 28.8
+COMPUTE_LIMIT = 250.0
+
+
+def updates_per_second(num_updates: int) -> float:
+    import tensorflow as tf
+
+    from rlengine.build import build_components, config_classes
+    from rlengine.config import apply_overrides, build_config, read_toml
+    from rlengine.plugins import build_plugins
+
+    plugins = build_plugins()
+    raw = apply_overrides(read_toml("examples/sac_pendulum.toml"), ["train.writers=[]"])
+    parts = build_components(build_config(raw, config_classes(plugins)), plugins, tempfile.mkdtemp())
+    pipeline = parts.pipeline
+    carry = pipeline.start()
+    parts.driver.random_actions.assign(True)
+    for _ in range(2000 // parts.driver.unroll_length):  # fill the buffer with random transitions
+        _, carry = pipeline.collect(carry)
+    chunk = tf.constant(200)
+    parts.learner.train_from_replay(chunk)  # trace
+    start = time.perf_counter()
+    for _ in range(num_updates // 200):
+        losses = parts.learner.train_from_replay(chunk)
+    losses["loss/total"].numpy()
+    elapsed = time.perf_counter() - start
+    parts.close()
+    return (num_updates // 200) * 200 / elapsed
+
+
+def time_to_target(seed: int) -> tuple:
+    code = ("import json, sys; from rlengine.engine import Engine; r = Engine(sys.argv[1], sys.argv[2:]).train(); "
+            "print(json.dumps([r.env_steps, r.train_time, r.eval_history]))")
+    out = subprocess.run([sys.executable, "-c", code, "examples/sac_pendulum.toml", f"train.seed={seed}",
+                          f'train.root_dir="{tempfile.mkdtemp()}"', 'train.writers=["jsonl"]'],
+                         check=True, capture_output=True, text=True).stdout
+    env_steps, train_time, history = json.loads(out.strip().splitlines()[-1])
+    return next(((s, t, r) for s, t, r in history if r >= -200), None), env_steps, train_time, history
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--updates", type=int, default=2000)
+    parser.add_argument("--skip-learning", action="store_true")
+    args = parser.parse_args()
+    rate = updates_per_second(args.updates)
+    print(f"SAC learner: {rate:.0f} updates/s (batch 256, 2x256, twin critics); SB3 {SB3_UPDATES_PER_SEC:.0f}/s "
+          f"(ratio {rate / SB3_UPDATES_PER_SEC:.2f}); compute limit ~{COMPUTE_LIMIT:.0f}/s "
+          f"({rate / COMPUTE_LIMIT:.0%} of it)")
+    if args.skip_learning:
+        return
+    times = []
+    for seed in range(args.seeds):
+        hit, env_steps, train_time, history = time_to_target(seed)
+        if hit:
+            times.append(hit[1])
+            print(f"seed {seed}: {hit[2]:.1f} >= -200 at {hit[0]} env steps, {hit[1]:.1f} s training")
+        else:
+            print(f"seed {seed}: not reached in {env_steps} env steps (best {max(r for *_, r in history):.1f}), "
+                  f"{train_time:.1f} s")
+    if times:
+        median = statistics.median(times)
+        print(f"median time to -200: {median:.1f} s over {len(times)}/{args.seeds} seeds "
+              f"(SB3 here: {SB3_MEDIAN_SECONDS} s; ratio {median / SB3_MEDIAN_SECONDS:.2f})")
+
+
+if __name__ == "__main__":
+    main()

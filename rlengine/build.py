@@ -13,7 +13,7 @@ from rlengine.errors import ConfigError
 from rlengine.evaluator import Evaluator
 from rlengine.interfaces import Algorithm, Environment
 from rlengine.learner import Learner
-from rlengine.pipelines import OffPolicyPipeline, OnPolicyPipeline
+from rlengine.pipelines import OffPolicyPipeline, OnPolicyPipeline, ReplayAllPipeline
 from rlengine.plugins import Plugins
 from rlengine.specs import RunSpecs, check_nest, prepare_specs
 from rlengine.transformers import TransformerChain
@@ -101,10 +101,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
         algorithm.build()
         driver = SyncDriver(env, chain, algorithm, specs, converters, cfg.unroll_length)
-        buffer = make_replay_buffer(config, algorithm, specs) if algorithm.off_policy else None
-        learner = Learner(algorithm, specs, converters, buffer)
-        pipeline = (OffPolicyPipeline(driver, learner, buffer, algorithm) if buffer is not None
-                    else OnPolicyPipeline(driver, learner))
+        pipeline, learner, buffer = make_pipeline(config, algorithm, specs, converters, driver)
         evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
         writers = [cls(root_dir, config.section(n, cls.config_class), total_env_steps=cfg.num_env_steps)
                    for n, cls in writer_classes]
@@ -115,6 +112,24 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         raise
     return Components(env, eval_env, chain, algorithm, converters, specs, driver, learner, evaluator, writers,
                       pipeline, buffer)
+
+
+def make_pipeline(config: RunConfig, algorithm: Algorithm, specs: RunSpecs, converters: Converters,
+                  driver: SyncDriver) -> tuple:
+    """The pipeline the algorithm and config ask for, with its learner and replay buffer (or None)."""
+    from rlengine.replay import ReplayBuffer
+
+    if algorithm.off_policy:
+        buffer = make_replay_buffer(config, algorithm, specs)
+        learner = Learner(algorithm, specs, converters, buffer)
+        return OffPolicyPipeline(driver, learner, buffer, algorithm), learner, buffer
+    learner = Learner(algorithm, specs, converters)
+    if config.train.replay_on_policy:  # room for exactly one unroll of T + 1 rows per copy
+        cfg = config.train
+        buffer = ReplayBuffer(specs.experience, cfg.num_envs, cfg.num_envs * (cfg.unroll_length + 1),
+                              sequence_length=1)
+        return ReplayAllPipeline(driver, learner, buffer), learner, buffer
+    return OnPolicyPipeline(driver, learner), learner, None
 
 
 def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs) -> Any:

@@ -48,6 +48,7 @@ class TrainConfig:
     keep_checkpoints: int = attrs.field(default=3, validator=_positive)
     root_dir: str = ""  # empty: runs/<algorithm>-<env>-<time>
     eager: bool = False  # run every tf.function eagerly (debugging)
+    replay_on_policy: bool = False  # on-policy algorithms: route each unroll through a replay buffer
 
 
 @attrs.define

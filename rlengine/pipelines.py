@@ -4,6 +4,9 @@ Both expose ``start() -> carry`` and ``iterate(carry, env_steps) ->
 Iteration``; the trainer loop does not care which one it drives.
 
 * On-policy: one unroll, then every epoch of updates on it.
+* On-policy through replay (``train.replay_on_policy``): the unroll goes
+  into a replay buffer sized for one unroll, the learner replays all of it,
+  and the buffer is cleared; the same learner code as the direct path.
 * Off-policy: one unroll stored into the replay buffer, then
   ``num_updates_per_iteration`` updates on sampled sequences. The first
   ``initial_collect_steps`` env steps use uniformly random actions and train
@@ -42,6 +45,30 @@ class OnPolicyPipeline:
         experience, carry = self.driver.run(carry)
         t1 = time.perf_counter()
         losses = self.learner.train(experience)
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1)
+
+
+class ReplayAllPipeline(OnPolicyPipeline):
+    """On-policy training that routes each unroll through a replay buffer."""
+
+    def __init__(self, driver: SyncDriver, learner: Learner, buffer: Any):
+        super().__init__(driver, learner)
+        self.buffer = buffer
+        self.collect = tf.function(self._collect, autograph=False)
+
+    def _collect(self, carry: Carry) -> tuple:
+        experience, carry = self.driver._run(carry)
+        self.buffer.add(tf.nest.map_structure(lambda x: tf.reshape(x, [-1, *x.shape[2:]]), experience))
+        replayed = tf.nest.map_structure(lambda x: tf.transpose(x, [1, 0, *range(2, len(x.shape))]),
+                                         self.buffer.gather_all())  # [T + 1, B] again
+        self.buffer.clear()
+        return experience, replayed, carry
+
+    def iterate(self, carry: Carry, env_steps: int) -> Iteration:
+        t0 = time.perf_counter()
+        experience, replayed, carry = self.collect(carry)
+        t1 = time.perf_counter()
+        losses = self.learner.train(replayed)
         return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1)
 
 

@@ -55,3 +55,13 @@ def test_too_little_initial_collection_names_the_setting(tmp_path):
     engine = _engine(tmp_path, algorithm="toy-q-starved")
     with pytest.raises(ConfigError, match="toy-q-starved.initial_collect_steps = 1 is too small"):
         engine.train()
+
+
+def test_on_policy_through_replay_gives_the_same_updates_as_the_direct_path(tmp_path):
+    def losses(replay):
+        Engine(tiny_config(str(tmp_path / str(replay)), algorithm="toy", replay_on_policy=replay, seed=3),
+               extra_plugins=[("testing", testing_plugin())]).train()
+        return [r["loss/total"] for r in MemoryWriter.last.rows if "loss/total" in r]
+
+    direct, replayed = losses(False), losses(True)
+    assert len(direct) == 4 and direct == replayed

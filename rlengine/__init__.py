@@ -53,10 +53,21 @@ from rlengine.interfaces import Algorithm, Environment, ObservationTransformer, 
 from rlengine.interfaces.algorithm import NoConfig  # noqa: E402
 from rlengine.returns import n_step_return  # noqa: E402
 
+
+def __getattr__(name: str):
+    # The engine pulls in the whole run machinery; load it on first use.
+    if name == "Engine":
+        from rlengine.engine import Engine
+
+        return Engine
+    raise AttributeError(f"module 'rlengine' has no attribute {name!r}")
+
+
 __all__ = [
     "API_VERSION",
     "Algorithm",
     "ConfigError",
+    "Engine",
     "Environment",
     "Experience",
     "LossInfo",

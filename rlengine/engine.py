@@ -2,8 +2,8 @@
 
 Example (a notebook needs nothing else)::
 
-    from rlengine.engine import Engine
-    engine = Engine({"train": {"algorithm": "ppo", "env": "CartPole-v1"}})
+    import rlengine
+    engine = rlengine.Engine({"train": {"algorithm": "ppo", "env": "CartPole-v1"}})
     result = engine.train()
     print(result.eval_return, result.root_dir)
 """

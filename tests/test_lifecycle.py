@@ -66,3 +66,9 @@ def test_evaluate_restores_the_newest_checkpoint(tmp_path):
     result = fresh.evaluate(num_episodes=3)
     assert result["eval/episodes"] == 3.0
     assert result["eval/average_return"] == trained.eval_return == 8.0  # the learnt policy, not a fresh one
+
+
+def test_engine_is_public_api():
+    import rlengine
+
+    assert "Engine" in rlengine.__all__ and rlengine.Engine is Engine

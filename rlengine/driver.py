@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from rlengine.data import Experience, Nest, PolicyStep, StepType, TimeStep
 from rlengine.distributions import Converters
+from rlengine.errors import SpecMismatchError
 from rlengine.interfaces import Algorithm, Environment
 from rlengine.specs import RunSpecs
 from rlengine.transformers import TransformerChain
@@ -48,6 +49,10 @@ def uniform_action(spec: Nest, batch: int) -> Nest:
     """Uniformly random actions within the bounds of ``spec`` (initial collection)."""
 
     def sample(s):
+        if not hasattr(s, "minimum"):
+            raise SpecMismatchError(
+                f"uniformly random initial actions need bounded action specs, got {s}; give the environment's "
+                "action spec bounds (BoundedTensorSpec) or set the algorithm's initial_collect_steps = 0")
         shape = [batch, *s.shape]
         low = tf.broadcast_to(tf.cast(s.minimum, s.dtype), s.shape)
         high = tf.broadcast_to(tf.cast(s.maximum, s.dtype), s.shape)
@@ -123,8 +128,10 @@ class SyncDriver:
         time_step, transformer_state = self.chain.transform(raw, transformer_state, update=True)
         state = reset_where_first(time_step.step_type, policy_state, self.algorithm.initial_state(self.batch))
         step: PolicyStep = self.algorithm.rollout(time_step, state)
-        action = tf.cond(self.random_actions, lambda: uniform_action(self.specs.action, self.batch),
-                         lambda: step.action)
+        action = step.action
+        if self.algorithm.off_policy and self.algorithm.initial_collect_steps:  # only they collect at random
+            action = tf.cond(self.random_actions, lambda: uniform_action(self.specs.action, self.batch),
+                             lambda: action)
         info = self.converters.to_params(step.info)
         exp = Experience(*time_step, action, info, state)
         return exp, transformer_state, step.state

@@ -82,7 +82,7 @@ def test_plugins_json_lists_every_installed_plugin(capsys):
         assert isinstance(row["name"], str) and isinstance(row["version"], str)
         for kind in KIND_KEYS:
             assert isinstance(row[kind], list) and all(isinstance(n, str) for n in row[kind])
-    assert plugins["algorithms"]["algorithms"] == ["ac", "ppo"]
+    assert plugins["algorithms"]["algorithms"] == ["ac", "dqn", "ppo", "sac", "td3"]
     assert plugins["gym"]["environments"] == ["gym"]
     assert plugins["writers"]["writers"] == ["console", "jsonl", "tensorboard"]
     assert plugins["transformers"]["transformers"] == ["frame_stack", "image_scale", "normalize"]
@@ -115,7 +115,7 @@ def test_plugins_table_lists_distributions_and_names(capsys):
     assert gym.endswith("environments: gym")
     algorithms = next(line for line in lines if line.startswith("algorithms "))
     assert algorithms.split()[:3] == ["algorithms", "rlengine-algorithms", md.version("rlengine-algorithms")]
-    assert algorithms.endswith("algorithms: ac, ppo")
+    assert algorithms.endswith("algorithms: ac, dqn, ppo, sac, td3")
     builtins = next(line for line in lines if line.startswith("builtin-distributions "))
     assert builtins.split()[1] == "rlengine" and "distributions: bernoulli, categorical" in builtins
     assert err == ""

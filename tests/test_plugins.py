@@ -132,7 +132,7 @@ def test_without_entry_points_only_in_process_plugins_load():
     plugins = build_plugins(load_entry_points=False, extra_plugins=[("testing", testing_plugin())])
 
     assert [i.name for i in plugins.infos] == ["testing"]
-    assert plugins.registries.algorithms.names() == ["toy"]
+    assert plugins.registries.algorithms.names() == ["toy", "toy-q"]
     assert plugins.registries.environments.names() == ["counting"]
     assert plugins.registries.writers.names() == ["memory"]
 

@@ -94,7 +94,7 @@ def test_unknown_name_lists_available_names_and_suggests_a_close_match():
 
     message = str(info.value)
     assert "\n" not in message
-    assert message.startswith("unknown algorithm 'tyo'; available: topo, toy.")
+    assert message.startswith("unknown algorithm 'tyo'; available: topo, toy, toy-q.")
     assert "Did you mean 'toy'" in message
 
 
@@ -237,7 +237,7 @@ def test_registered_by_reports_each_kind():
     plugins = _in_process(("testing", testing_plugin()))
 
     assert plugins.registered_by("testing") == {
-        "algorithms": ["toy"], "environments": ["counting"], "transformers": [], "writers": ["memory"],
+        "algorithms": ["toy", "toy-q"], "environments": ["counting"], "transformers": [], "writers": ["memory"],
         "distributions": [],
     }
     assert plugins.registered_by("nobody") == {f"{k}s": [] for k in KINDS}

@@ -38,3 +38,18 @@ def test_ppo_reaches_minus_250_on_pendulum_with_the_normaliser(tmp_path):
 def test_lstm_ppo_reaches_475_on_cartpole_without_velocities(tmp_path):
     result = _train(tmp_path, "ppo_lstm_cartpole_novelocity.toml")
     assert result.reached_target and result.eval_return >= 475
+
+
+def test_sac_reaches_minus_200_on_pendulum(tmp_path):
+    result = _train(tmp_path, "sac_pendulum.toml")
+    assert result.reached_target and result.eval_return >= -200
+
+
+def test_td3_reaches_minus_200_on_pendulum(tmp_path):
+    result = _train(tmp_path, "td3_pendulum.toml")
+    assert result.reached_target and result.eval_return >= -200
+
+
+def test_dqn_reaches_475_on_cartpole(tmp_path):
+    result = _train(tmp_path, "dqn_cartpole.toml")
+    assert result.reached_target and result.eval_return >= 475

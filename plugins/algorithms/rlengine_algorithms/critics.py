@@ -1,0 +1,210 @@
+"""Pieces shared by the off-policy algorithms (SAC, TD3, DQN).
+
+* :class:`StackedMLP`: several same-shaped MLPs (twin critics) evaluated as
+  one batched matmul per layer, built eagerly so target copies exist at once.
+* :func:`to_transitions`: replayed ``[T, B]`` sequences -> n-step transitions.
+* :class:`OffPolicyAlgorithm`: the replay attributes from the config, several
+  optimizers, target-network updates every ``period`` applied updates.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import attrs
+import numpy as np
+import tensorflow as tf
+
+from rlengine import Algorithm, ConfigError, StepType, n_step_return
+from rlengine_algorithms.networks import ACTIVATIONS, orthogonal
+
+_v = attrs.validators
+
+
+@attrs.define(kw_only=True)
+class OffPolicyConfig:
+    """Replay and update-rate options every off-policy algorithm takes."""
+
+    hidden_sizes: list = attrs.field(factory=lambda: [256, 256])
+    gamma: float = attrs.field(default=0.99, validator=[_v.ge(0), _v.le(1)])
+    mini_batch_size: int = attrs.field(default=256, validator=_v.gt(0))
+    mini_batch_length: int = attrs.field(default=2, validator=_v.ge(2))  # n-step returns, n = length - 1
+    num_updates_per_iteration: int = attrs.field(default=1, validator=_v.gt(0))
+    initial_collect_steps: int = attrs.field(default=1000, validator=_v.ge(0))
+    replay_capacity: int = attrs.field(default=1_000_000, validator=_v.gt(0))
+    prioritized_replay: bool = False
+    priority_alpha: float = attrs.field(default=0.6, validator=_v.ge(0))
+    priority_beta: float = attrs.field(default=0.4, validator=_v.ge(0))
+
+
+REPLAY_KEYS = ("mini_batch_size", "mini_batch_length", "num_updates_per_iteration", "initial_collect_steps",
+               "replay_capacity", "prioritized_replay", "priority_alpha", "priority_beta")
+
+
+def observation_size(observation_spec) -> int:
+    """Width of the flattened observation (see ``networks.flatten_observation``)."""
+    return int(sum(np.prod(s.shape) for s in tf.nest.flatten(observation_spec)))
+
+
+class StackedMLP(tf.Module):
+    """``num`` independent MLPs of the same shape, one batched matmul per layer.
+
+    Input ``[B, in]`` (shared by all members) or ``[num, B, in]``; output
+    ``[num, B, out]``. Twin critics this way cost one op chain instead of two.
+    Variables are created here, from the known input width, so target copies
+    can be made right away.
+    """
+
+    def __init__(self, num: int, in_size: int, hidden_sizes, out_size: int, out_gain: float,
+                 activation: str = "relu", name: str = "mlp"):
+        super().__init__(name=name)
+        self.num = num
+        self.activation = ACTIVATIONS[activation]
+        sizes = [in_size, *hidden_sizes, out_size]
+        self.weights, self.biases = [], []
+        with self.name_scope:
+            for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+                gain = out_gain if i == len(sizes) - 2 else np.sqrt(2)
+                w = tf.stack([orthogonal([n_in, n_out], gain) for _ in range(num)])
+                self.weights.append(tf.Variable(w, name=f"w{i}"))
+                # [num, 1, out]: the 1 broadcasts over the batch
+                self.biases.append(tf.Variable(tf.zeros([num, 1, n_out]), name=f"b{i}"))
+
+    def copy(self, name: str) -> "StackedMLP":
+        """A non-trainable copy with the same values (a target network)."""
+        target = StackedMLP.__new__(StackedMLP)
+        tf.Module.__init__(target, name=name)
+        target.num, target.activation = self.num, self.activation
+        with target.name_scope:
+            target.weights = [tf.Variable(w, trainable=False, name=f"w{i}") for i, w in enumerate(self.weights)]
+            target.biases = [tf.Variable(b, trainable=False, name=f"b{i}") for i, b in enumerate(self.biases)]
+        return target
+
+    def __call__(self, x, members: int = 0):
+        """Evaluate the first ``members`` MLPs (0: all); ``[B, in]`` or ``[num, B, in]`` in."""
+        k = members or self.num
+        if x.shape.rank == 2:
+            x = x[None]  # broadcasts in the batched matmul, no copy per member
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if k < self.num:
+                w, b = w[:k], b[:k]
+            x = tf.matmul(x, w) + b
+            if i < last:
+                x = self.activation(x)
+        return x
+
+
+def soft_update(targets: list, sources: list, tau: float) -> None:
+    """``target += tau * (source - target)``; tau = 1 copies."""
+    for t, s in zip(targets, sources):
+        if tau == 1.0:
+            t.assign(s)
+        else:
+            t.assign_add(tau * (s - t))
+
+
+class ActionScale:
+    """Maps a bounded Box action to the ``[-1, 1]`` units the networks use and back."""
+
+    def __init__(self, spec, algorithm: str):
+        low = np.broadcast_to(np.asarray(spec.minimum, np.float32), spec.shape).reshape(-1)
+        high = np.broadcast_to(np.asarray(spec.maximum, np.float32), spec.shape).reshape(-1)
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+            raise ConfigError(f"algorithm {algorithm!r} needs finite Box action bounds, got {low} .. {high}")
+        self.shape, self.size = spec.shape, int(low.size)
+        self.center, self.half = (high + low) / 2, (high - low) / 2
+
+    def to_env(self, unit):
+        """``[B, size]`` in [-1, 1] -> actions of the spec's shape."""
+        return tf.reshape(self.center + self.half * unit, [-1, *self.shape])
+
+    def to_unit(self, action):
+        return (tf.reshape(action, [-1, self.size]) - self.center) / self.half
+
+
+class Transition(NamedTuple):
+    """One replayed n-step transition per row (what ``train_step`` gets)."""
+
+    observation: object  # nest of [B, ...] at row 0
+    action: object  # [B, ...] taken at row 0
+    reward: tf.Tensor  # n-step discounted reward
+    discount: tf.Tensor  # gamma^k * env discount: multiplies the bootstrap value
+    next_observation: object  # nest of [B, ...] at the bootstrap row
+    mask: tf.Tensor  # 1 where row 0 starts a real transition (is not LAST)
+
+
+def to_transitions(exp, gamma: float) -> Transition:
+    """``[n + 1, B]`` sequences -> transitions from row 0 (no bootstrap across episodes)."""
+    ret, discount, index = n_step_return(exp.reward, exp.discount, exp.step_type, gamma)
+    length = int(exp.step_type.shape[0])
+    if length == 2:  # the bootstrap row is row 1 wherever the mask is 1: skip the gather
+        next_obs = tf.nest.map_structure(lambda o: o[1], exp.observation)
+    else:
+        rows = tf.stack([index, tf.range(tf.shape(index)[0], dtype=index.dtype)], axis=-1)
+        next_obs = tf.nest.map_structure(lambda o: tf.gather_nd(o, rows), exp.observation)
+    first = lambda nest: tf.nest.map_structure(lambda x: x[0], nest)  # noqa: E731
+    mask = tf.cast(exp.step_type[0] != StepType.LAST, tf.float32)
+    return Transition(first(exp.observation), first(exp.action), ret, discount, next_obs, mask)
+
+
+def weighted_mean(x, mask, weight=None):
+    """Mean of ``x`` over the valid rows, each scaled by its importance weight."""
+    w = mask if weight is None else mask * weight
+    return tf.reduce_sum(x * w) / tf.maximum(tf.reduce_sum(mask), 1.0)
+
+
+class OffPolicyAlgorithm(Algorithm):
+    """Base of SAC, TD3 and DQN.
+
+    Subclasses fill ``self.optimizers`` with ``(optimizer, variables)`` pairs
+    (together covering every trainable variable) and ``self.targets`` with
+    ``(target_vars, source_vars)`` pairs updated every ``target_period``
+    applied updates with ``target_tau``. The subclasses' Adam optimizers use
+    ``jit_compile=False``: XLA-compiled updates cost tracing time and were no
+    faster per update on CPU.
+    """
+
+    off_policy = True
+
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        for key in REPLAY_KEYS:  # the core reads these from the instance
+            setattr(self, key, getattr(config, key))
+        if tf.nest.is_nested(action_spec):
+            raise ConfigError(f"algorithm {self.algorithm_name!r} supports a single action tensor, not the nest "
+                              f"{action_spec}; flatten the action space in the environment")
+        # Counts applied updates; drives delayed and periodic updates. Only
+        # apply_gradients changes it, so the core's dummy step leaves it alone.
+        self.num_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="num_updates")
+        self.optimizers, self.targets = [], []
+        self.target_period, self.target_tau = 1, 1.0
+
+    @property
+    def algorithm_name(self) -> str:
+        return type(self).__name__.lower()
+
+    def build(self) -> None:
+        for optimizer, variables in self.optimizers:
+            optimizer.build(variables)
+
+    def apply_gradients(self, grads_and_vars: list) -> None:
+        by_ref = {v.ref(): (g, v) for g, v in grads_and_vars}
+        for optimizer, variables in self.optimizers:
+            self.apply_group(optimizer, [by_ref[v.ref()] for v in variables])
+        self.num_updates.assign_add(1)
+
+    def apply_group(self, optimizer, grads_and_vars: list) -> None:
+        """Apply one optimizer's gradients; TD3 delays its actor's here."""
+        optimizer.apply_gradients(grads_and_vars)
+
+    def after_update(self) -> None:
+        def update():
+            for targets, sources in self.targets:
+                soft_update(targets, sources, self.target_tau)
+            return tf.constant(0)
+
+        if self.target_period == 1:
+            update()
+        else:
+            tf.cond(self.num_updates % self.target_period == 0, update, lambda: tf.constant(0))

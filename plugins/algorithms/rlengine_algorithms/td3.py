@@ -1,0 +1,135 @@
+"""TD3: twin delayed deep deterministic policy gradient, for bounded Box actions.
+
+A deterministic tanh actor, twin critics (one batched network), target
+policy smoothing, and delayed actor and target updates: the actor's
+gradients are applied, and both targets moved, every ``policy_delay``-th
+update only. Noise scales are in units of half the action range, i.e. of
+the actor's ``[-1, 1]`` output.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import attrs
+import tensorflow as tf
+import tf_keras
+
+from rlengine import ConfigError, LossInfo, PolicyStep
+from rlengine_algorithms.critics import (
+    ActionScale,
+    OffPolicyAlgorithm,
+    OffPolicyConfig,
+    StackedMLP,
+    Transition,
+    observation_size,
+    to_transitions,
+    weighted_mean,
+)
+from rlengine_algorithms.networks import flatten_observation
+
+_v = attrs.validators
+
+
+@attrs.define(kw_only=True)
+class TD3Config(OffPolicyConfig):
+    """Options of ``td3`` (TOML section ``[td3]``), on top of the replay ones."""
+
+    actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))
+    critic_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))
+    tau: float = attrs.field(default=0.005, validator=[_v.gt(0), _v.le(1)])  # Polyak rate of the targets
+    exploration_noise: float = attrs.field(default=0.1, validator=_v.ge(0))  # std of the rollout noise
+    policy_noise: float = attrs.field(default=0.2, validator=_v.ge(0))  # std of the target smoothing noise
+    noise_clip: float = attrs.field(default=0.5, validator=_v.ge(0))
+    policy_delay: int = attrs.field(default=2, validator=_v.gt(0))
+
+
+class TD3Info(NamedTuple):
+    q: tf.Tensor  # [2, B] critics at the replayed action
+    q_policy: tf.Tensor  # [B] first critic at the actor's action
+    target: tf.Tensor  # [B]
+    mask: tf.Tensor  # [B]
+
+
+class TD3(OffPolicyAlgorithm):
+    config_class = TD3Config
+
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        if action_spec.dtype.is_integer:
+            raise ConfigError("algorithm 'td3' supports Box (continuous) actions, not Discrete; use 'dqn'")
+        self.scale = ActionScale(action_spec, "td3")
+        obs, act, hidden = observation_size(time_step_spec.observation), self.scale.size, config.hidden_sizes
+        self.actor = StackedMLP(1, obs, hidden, act, 1.0, name="actor")
+        self.critic = StackedMLP(2, obs + act, hidden, 1, 1.0, name="critic")
+        self.target_actor = self.actor.copy("target_actor")
+        self.target_critic = self.critic.copy("target_critic")
+        self.actor_optimizer = tf_keras.optimizers.Adam(config.actor_lr, jit_compile=False)
+        self.optimizers = [
+            (self.actor_optimizer, self.actor.trainable_variables),
+            (tf_keras.optimizers.Adam(config.critic_lr, jit_compile=False), self.critic.trainable_variables),
+        ]
+        self.targets = [(self.target_actor.variables, self.actor.variables),
+                        (self.target_critic.variables, self.critic.variables)]
+        self.target_period, self.target_tau = config.policy_delay, config.tau
+
+    def _act(self, network: StackedMLP, observation):
+        return tf.tanh(network(observation)[0])
+
+    def predict(self, time_step, state) -> PolicyStep:
+        return PolicyStep(self.scale.to_env(self._act(self.actor, flatten_observation(time_step.observation))),
+                          state, ())
+
+    def rollout(self, time_step, state) -> PolicyStep:
+        unit = self._act(self.actor, flatten_observation(time_step.observation))
+        # Clipped here so that the stored action is the one the environment ran.
+        noisy = tf.clip_by_value(unit + self.config.exploration_noise * tf.random.normal(tf.shape(unit)), -1, 1)
+        return PolicyStep(self.scale.to_env(noisy), state, ())
+
+    def preprocess_experience(self, exp) -> Transition:
+        return to_transitions(exp, self.config.gamma)
+
+    def train_step(self, batch: Transition, state) -> PolicyStep:
+        obs = flatten_observation(batch.observation)
+        next_obs = flatten_observation(batch.next_observation)
+        action = self.scale.to_unit(batch.action)
+        q = tf.squeeze(self.critic(tf.concat([obs, action], -1)), -1)
+        # The actor's objective needs the first critic only.
+        q_policy = tf.squeeze(self.critic(tf.concat([obs, self._act(self.actor, obs)], -1), members=1), [0, -1])
+        target = tf.stop_gradient(self._target(batch, next_obs))
+        return PolicyStep((), state, TD3Info(q, q_policy, target, batch.mask))
+
+    def _target(self, batch: Transition, next_obs):
+        cfg = self.config
+        next_action = self._act(self.target_actor, next_obs)
+        noise = tf.clip_by_value(cfg.policy_noise * tf.random.normal(tf.shape(next_action)),
+                                 -cfg.noise_clip, cfg.noise_clip)
+        next_action = tf.clip_by_value(next_action + noise, -1.0, 1.0)
+        next_q = tf.squeeze(self.target_critic(tf.concat([next_obs, next_action], -1)), -1)
+        return batch.reward + batch.discount * tf.reduce_min(next_q, axis=0)
+
+    def train_complete(self, tape, info: TD3Info, weight=None):
+        with tape:
+            td = info.q - info.target
+            critic_loss = weighted_mean(tf.reduce_sum(tf.square(td), 0), info.mask, weight)
+            actor_loss = -weighted_mean(info.q_policy, info.mask, weight)
+        # Actor gradients are computed every update but applied every policy_delay-th (apply_group).
+        grads_and_vars = []
+        for loss, (_, variables) in zip((actor_loss, critic_loss), self.optimizers):  # same order
+            grads_and_vars += zip(tape.gradient(loss, variables), variables)
+        extra = {"critic": critic_loss, "actor": actor_loss, "q": weighted_mean(info.q[0], info.mask)}
+        priority = tf.reduce_mean(tf.abs(td), 0) * info.mask if self.prioritized_replay else ()
+        return LossInfo(critic_loss + actor_loss, extra, priority), grads_and_vars
+
+    def apply_group(self, optimizer, grads_and_vars):
+        if optimizer is not self.actor_optimizer or self.config.policy_delay == 1:
+            return optimizer.apply_gradients(grads_and_vars)
+        # num_updates is incremented after the groups: update k (from 1) is
+        # an actor update when k is a multiple of the delay, as the targets are.
+        due = (self.num_updates + 1) % self.config.policy_delay == 0
+
+        def apply():
+            optimizer.apply_gradients(grads_and_vars)
+            return tf.constant(0)
+
+        tf.cond(due, apply, lambda: tf.constant(0))

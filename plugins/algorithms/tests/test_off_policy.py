@@ -1,0 +1,298 @@
+"""Unit tests of SAC, TD3 and DQN on hand-built replayed batches.
+
+They drive the algorithm the way the core's replay learner does:
+``preprocess_experience`` on time-major ``[T, B]`` sequences, ``train_step``
+under a persistent tape, ``train_complete``, then ``apply_gradients`` and
+``after_update``, both eagerly and inside ``tf.function(autograph=False)``.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from rlengine_algorithms.critics import to_transitions
+from rlengine_algorithms.dqn import DQN, DQNConfig
+from rlengine_algorithms.sac import SAC, SACConfig, squashed_sample
+from rlengine_algorithms.td3 import TD3, TD3Config
+from tensorflow.python.framework.tensor_spec import BoundedTensorSpec
+
+from rlengine import ConfigError, Experience, SquashedNormal, StepType, TimeStep, hookimpl
+
+F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
+BOX = BoundedTensorSpec([1], tf.float32, -2.0, 2.0)
+DISCRETE = BoundedTensorSpec([], tf.int32, 0, 1)
+
+
+def time_step_spec(obs_dim, action_spec):
+    s = tf.TensorSpec
+    return TimeStep(s([], tf.int32), s([], tf.float32), s([], tf.float32), s([obs_dim], tf.float32),
+                    action_spec, s([], tf.int32))
+
+
+def make(cls, action_spec=BOX, obs_dim=3, **options):
+    options.setdefault("hidden_sizes", [16, 16])
+    return cls(time_step_spec(obs_dim, action_spec), action_spec, cls.config_class(**options))
+
+
+def experience(step_type, reward=None, discount=None, obs=None, action=None, obs_dim=3, action_spec=BOX):
+    """A ``[T, B]`` batch; unspecified fields are ones (rewards, discounts) or seeded noise."""
+    step_type = tf.constant(step_type, tf.int32)
+    t, b = step_type.shape
+    rng = np.random.default_rng(0)
+    reward = tf.ones([t, b]) if reward is None else tf.constant(reward, tf.float32)
+    discount = tf.ones([t, b]) if discount is None else tf.constant(discount, tf.float32)
+    obs = tf.constant(rng.normal(size=(t, b, obs_dim)), tf.float32) if obs is None else tf.constant(obs, tf.float32)
+    if action is None:
+        action = (rng.integers(0, 2, (t, b)) if action_spec.dtype.is_integer
+                  else rng.uniform(-2, 2, (t, b, *action_spec.shape)))
+    action = tf.constant(action, action_spec.dtype)
+    return Experience(step_type, reward, discount, obs, tf.zeros_like(action), tf.zeros([t, b], tf.int32),
+                      action, (), ())
+
+
+def losses_and_grads(algorithm, exp, weight=None):
+    batch = algorithm.preprocess_experience(exp)
+    with tf.GradientTape(persistent=True) as tape:
+        info = algorithm.train_step(batch, ()).info
+    return algorithm.train_complete(tape, info, weight)
+
+
+def update(algorithm, exp, weight=None):
+    loss_info, grads_and_vars = losses_and_grads(algorithm, exp, weight)
+    algorithm.apply_gradients(grads_and_vars)
+    algorithm.after_update()
+    return loss_info
+
+
+def values(variables):
+    return [v.numpy().copy() for v in variables]
+
+
+def moved(before, variables):
+    return any(not np.array_equal(b, v.numpy()) for b, v in zip(before, variables))
+
+
+# -- n-step transitions ----------------------------------------------------------
+
+
+def test_transitions_stop_at_termination_and_bootstrap_after_truncation():
+    # rows are time, columns copies. Copy 0 terminates at row 3 (discount 0);
+    # copy 1 is truncated at row 1 (LAST, discount 1) and restarts; copy 2 runs
+    # on; copy 3 starts at a LAST row, so it holds no transition at all.
+    exp = experience([[F, M, M, L], [M, L, M, F], [M, F, M, M], [L, M, M, M]],
+                     reward=[[10 * t + b + 1 for b in range(4)] for t in range(4)],
+                     discount=[[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1]])
+    t = to_transitions(exp, gamma=0.5)
+    reward = exp.reward.numpy()
+    # copy 0: rows 1..3 with gamma, terminated at row 3: no bootstrap
+    assert t.reward[0].numpy() == pytest.approx(reward[1, 0] + 0.5 * reward[2, 0] + 0.25 * reward[3, 0])
+    assert t.discount[0].numpy() == 0.0
+    # copy 1: LAST (truncated) at row 1: one reward, bootstrap from row 1 with gamma
+    assert t.reward[1].numpy() == pytest.approx(reward[1, 1])
+    assert t.discount[1].numpy() == pytest.approx(0.5)
+    np.testing.assert_array_equal(t.next_observation[1], exp.observation[1, 1])
+    # copy 2: three steps, bootstrap from row 3
+    assert t.reward[2].numpy() == pytest.approx(reward[1, 2] + 0.5 * reward[2, 2] + 0.25 * reward[3, 2])
+    assert t.discount[2].numpy() == pytest.approx(0.125)
+    np.testing.assert_array_equal(t.next_observation[2], exp.observation[3, 2])
+    np.testing.assert_array_equal(t.mask, [1, 1, 1, 0])
+    np.testing.assert_array_equal(t.observation, exp.observation[0])
+    np.testing.assert_array_equal(t.action, exp.action[0])
+
+
+def test_one_step_transitions_take_row_one():
+    exp = experience([[M, L, F], [L, F, M]], discount=[[1, 1, 1], [0, 1, 1]])
+    t = to_transitions(exp, gamma=0.9)
+    np.testing.assert_array_equal(t.mask, [1, 0, 1])  # copy 1 starts at LAST: masked
+    np.testing.assert_allclose(t.discount.numpy()[[0, 2]], [0.0, 0.9])  # copy 0 terminated
+    np.testing.assert_array_equal(t.next_observation, exp.observation[1])
+
+
+# -- every algorithm -----------------------------------------------------------------
+
+CASES = [(SAC, BOX), (TD3, BOX), (DQN, DISCRETE)]
+
+
+@pytest.mark.parametrize("cls,spec", CASES)
+def test_rollout_and_predict_match_the_action_spec(cls, spec):
+    algorithm = make(cls, spec)
+    ts = TimeStep(tf.zeros([5], tf.int32), tf.zeros([5]), tf.ones([5]), tf.random.normal([5, 3]),
+                  tf.zeros([5, *spec.shape], spec.dtype), tf.zeros([5], tf.int32))
+    for step in (algorithm.rollout(ts, ()), algorithm.predict(ts, ())):
+        assert step.action.dtype == spec.dtype and step.action.shape == [5, *spec.shape]
+        assert np.all(step.action.numpy() >= spec.minimum) and np.all(step.action.numpy() <= spec.maximum)
+
+
+@pytest.mark.parametrize("cls,spec", CASES)
+@pytest.mark.parametrize("graph", [False, True])
+def test_an_update_covers_every_variable_and_leaves_targets_to_after_update(cls, spec, graph):
+    algorithm = make(cls, spec, prioritized_replay=True)
+    algorithm.build()
+    exp = experience([[M, M, L, M], [M, L, F, M]], action_spec=spec)
+    targets = [v for t, _ in algorithm.targets for v in t]
+    before = values(algorithm.variables)
+    loss_info, grads_and_vars = losses_and_grads(algorithm, exp, tf.ones([4]))
+    assert not moved(before, algorithm.variables)  # the dummy step's contract: no side effects
+    assert {v.ref() for _, v in grads_and_vars} == {v.ref() for v in algorithm.trainable_variables}
+    assert not {v.ref() for v in targets} & {v.ref() for v in algorithm.trainable_variables}
+    assert np.isfinite(loss_info.loss.numpy()) and all(np.isfinite(x.numpy()) for x in loss_info.extra.values())
+    assert loss_info.priority.shape == [4] and loss_info.priority[2].numpy() == 0.0  # row 0 LAST: masked
+
+    step = tf.function(update, autograph=False) if graph else update
+    step(algorithm, exp, tf.ones([4]))
+    assert algorithm.num_updates.numpy() == 1
+    assert moved(before, algorithm.trainable_variables)
+
+
+@pytest.mark.parametrize("cls,spec", CASES)
+def test_priorities_only_when_prioritized(cls, spec):
+    algorithm = make(cls, spec, prioritized_replay=False)
+    loss_info, _ = losses_and_grads(algorithm, experience([[M, M], [M, M]], action_spec=spec))
+    assert loss_info.priority == ()
+
+
+def test_sac_targets_follow_with_polyak_tau():
+    sac = make(SAC, tau=0.25)
+    sac.build()
+    online, target = sac.critic.variables, sac.target_critic.variables
+    np.testing.assert_array_equal(values(online)[0], values(target)[0])  # targets start as copies
+    old_target = values(target)
+    update(sac, experience([[M, M], [M, M]]))
+    for t, o, new in zip(old_target, values(online), values(target)):
+        np.testing.assert_allclose(new, t + 0.25 * (o - t), rtol=1e-5, atol=1e-6)
+    assert moved(old_target, target)
+
+
+@pytest.mark.parametrize("target_entropy,direction", [(-20.0, -1), (20.0, 1)])
+def test_sac_alpha_moves_toward_the_target_entropy(target_entropy, direction):
+    sac = make(SAC, target_entropy=target_entropy)
+    sac.build()
+    before = sac.log_alpha.numpy()
+    update(sac, experience([[M, M, M], [M, M, M]]))
+    assert np.sign(sac.log_alpha.numpy() - before) == direction
+
+
+def test_squashed_sample_log_prob_matches_squashed_normal():
+    tf.random.set_seed(1)
+    loc, log_std = tf.constant([[0.3, -1.0], [2.0, 0.1]]), tf.constant([[-0.5, 0.2], [0.0, -1.0]])
+    action, log_prob = squashed_sample(loc, log_std)
+    expected = SquashedNormal(loc, tf.exp(log_std), -1.0, 1.0).log_prob(action)
+    np.testing.assert_allclose(log_prob, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_td3_applies_actor_gradients_and_moves_targets_every_second_update():
+    td3 = make(TD3)
+    td3.build()
+    step = tf.function(update, autograph=False)
+    exp = experience([[M, M], [M, M]])
+    target_vars = td3.target_actor.variables + td3.target_critic.variables
+    for k in range(1, 5):
+        actor, critic, targets = values(td3.actor.variables), values(td3.critic.variables), values(target_vars)
+        step(td3, exp)
+        assert moved(critic, td3.critic.variables)
+        assert moved(actor, td3.actor.variables) == (k % 2 == 0)
+        assert moved(targets, target_vars) == (k % 2 == 0)
+
+
+def test_dqn_epsilon_decays_linearly_over_the_exploration_fraction():
+    dqn = make(DQN, DISCRETE, exploration_fraction=0.2, epsilon_start=1.0, epsilon_end=0.05)
+    for progress, expected in [(0.0, 1.0), (0.1, 0.525), (0.2, 0.05), (0.9, 0.05)]:
+        dqn.progress.assign(progress)
+        assert dqn.epsilon().numpy() == pytest.approx(expected)
+    ts = TimeStep(tf.zeros([500], tf.int32), tf.zeros([500]), tf.ones([500]), tf.random.normal([500, 3]),
+                  tf.zeros([500], tf.int32), tf.zeros([500], tf.int32))
+    greedy = dqn.predict(ts, ()).action.numpy()
+    assert np.mean(dqn.rollout(ts, ()).action.numpy() != greedy) < 0.1  # epsilon 0.05: ~2.5% differ
+    dqn.progress.assign(0.0)
+    assert np.mean(dqn.rollout(ts, ()).action.numpy() != greedy) > 0.3  # all random: ~50% differ
+
+
+def test_dqn_double_q_target_on_a_hand_example():
+    # linear Q networks (no hidden layer) on 2-d observations: Q(s) = s @ w
+    dqn = make(DQN, DISCRETE, obs_dim=2, hidden_sizes=[], gamma=0.5)
+    dqn.q_network.weights[0].assign([[[1.0, 0.0], [0.0, 2.0]]])  # online prefers action 1 at s' = (1, 1)
+    dqn.target_network.weights[0].assign([[[10.0, 0.0], [0.0, 3.0]]])  # target: Q(s', 0) = 10, Q(s', 1) = 3
+    exp = experience([[M], [M]], reward=[[0.0], [1.0]], obs=[[[0.0, 0.0]], [[1.0, 1.0]]], action=[[0], [0]],
+                     obs_dim=2, action_spec=DISCRETE)
+    batch = dqn.preprocess_experience(exp)
+    assert dqn._target(batch).numpy() == pytest.approx([1.0 + 0.5 * 3.0])  # not max = 10
+    dqn_plain = make(DQN, DISCRETE, obs_dim=2, hidden_sizes=[], gamma=0.5, double_q=False)
+    dqn_plain.target_network.weights[0].assign(dqn.target_network.weights[0])
+    assert dqn_plain._target(batch).numpy() == pytest.approx([1.0 + 0.5 * 10.0])
+
+
+def test_dqn_hard_target_update_every_period():
+    dqn = make(DQN, DISCRETE, target_update_period=3)
+    dqn.build()
+    exp = experience([[M, M], [M, M]], action_spec=DISCRETE)
+    step = tf.function(update, autograph=False)
+    for k in range(1, 7):
+        step(dqn, exp)
+        same = all(np.array_equal(a, b) for a, b in zip(values(dqn.q_network.variables),
+                                                        values(dqn.target_network.variables)))
+        assert same == (k % 3 == 0)
+
+
+def test_dqn_n_step_uses_longer_sequences():
+    dqn = make(DQN, DISCRETE, mini_batch_length=4, gamma=0.5)
+    assert dqn.mini_batch_length == 4 and dqn.off_policy
+    loss_info, _ = losses_and_grads(dqn, experience([[M, M], [M, L], [M, F], [M, M]], action_spec=DISCRETE))
+    assert np.isfinite(loss_info.loss.numpy())
+
+
+# -- refusals ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls,name", [(SAC, "sac"), (TD3, "td3")])
+def test_continuous_algorithms_refuse_discrete_actions(cls, name):
+    with pytest.raises(ConfigError, match=f"'{name}'.*'dqn'"):
+        make(cls, DISCRETE)
+
+
+def test_dqn_refuses_box_actions():
+    with pytest.raises(ConfigError, match="'dqn'.*'sac' or 'td3'"):
+        make(DQN, BOX)
+
+
+def test_unbounded_box_actions_are_refused():
+    with pytest.raises(ConfigError, match="'sac' needs finite Box action bounds"):
+        make(SAC, BoundedTensorSpec([1], tf.float32, -np.inf, np.inf))
+
+
+def test_configs_reach_the_replay_attributes():
+    sac = make(SAC, mini_batch_size=32, initial_collect_steps=50, replay_capacity=500, prioritized_replay=True)
+    assert (sac.mini_batch_size, sac.initial_collect_steps, sac.replay_capacity) == (32, 50, 500)
+    assert sac.prioritized_replay and sac.off_policy and sac.mini_batch_length == 2
+    assert SACConfig().mini_batch_size == 256 and TD3Config().policy_delay == 2
+    assert (DQNConfig().mini_batch_size, DQNConfig().mini_batch_length, DQNConfig().prioritized_replay) == (64, 4, True)
+
+
+# -- through the engine (short runs) ----------------------------------------------
+
+SMALL = {"hidden_sizes": [16], "mini_batch_size": 16, "initial_collect_steps": 40, "num_updates_per_iteration": 2}
+
+
+class UpdateCounter:
+    """Reads the algorithm's applied and the learner's skipped updates when the run ends."""
+
+    @hookimpl
+    def rlengine_train_end(self, run, error):
+        self.applied = int(run.algorithm.num_updates.numpy())
+        self.skipped = int(run.components.learner.skipped_updates.numpy())
+
+
+@pytest.mark.parametrize("algorithm,env,options", [
+    ("sac", "Pendulum-v1", {}),
+    ("td3", "Pendulum-v1", {"prioritized_replay": True}),
+    ("dqn", "CartPole-v1", {"mini_batch_length": 3, "prioritized_replay": True, "target_update_period": 4}),
+])
+def test_engine_smoke(tmp_path, algorithm, env, options):
+    from rlengine.engine import Engine
+
+    raw = {"train": {"algorithm": algorithm, "env": env, "num_envs": 2, "unroll_length": 4, "num_env_steps": 200,
+                     "writers": [], "eval_interval": 25, "num_eval_episodes": 1, "root_dir": str(tmp_path)},
+           algorithm: {**SMALL, **options}}
+    counter = UpdateCounter()
+    result = Engine(raw, extra_plugins=[("counter", counter)]).train()
+    assert result.env_steps == 200 and np.isfinite(result.eval_return)
+    assert counter.applied > 0 and counter.skipped == 0  # learned from replay, every update finite
+    assert np.isfinite(Engine(raw).evaluate(num_episodes=1)["eval/average_return"])  # the checkpoint restores

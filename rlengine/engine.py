@@ -31,15 +31,20 @@ class Engine:
     """One configured run.
 
     ``config`` is a raw dict of TOML sections (``{"train": {...}, "ppo":
-    {...}}``), a path to a TOML file, or ``None`` for the embedded default
-    (PPO on CartPole-v1). ``overrides`` are ``section.key=value`` strings.
+    {...}}``), a path to a TOML file, or ``None``: then the embedded demo
+    (PPO tuned for CartPole-v1) unless the overrides choose another
+    ``train.algorithm`` or ``train.env``, in which case every setting starts
+    from its default. ``overrides`` are ``section.key=value`` strings.
     """
 
     def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
                  *, disabled_plugins: Iterable[str] = (), extra_plugins: Iterable[tuple[str, Any]] = (),
                  plugins: Optional[Plugins] = None):
-        if config is None:
-            raw = read_toml(DEFAULT_CONFIG)
+        overrides = list(overrides)
+        if config is None and not _chooses_algorithm_or_env(overrides):
+            raw = read_toml(DEFAULT_CONFIG)  # the demo: PPO tuned for CartPole-v1
+        elif config is None:
+            raw = {}  # another algorithm or env: start from the engine's and plugins' own defaults
         elif isinstance(config, (str, os.PathLike)):
             raw = read_toml(str(config))
         else:
@@ -110,6 +115,10 @@ class Engine:
         os.makedirs(root_dir, exist_ok=True)
         write_atomically(os.path.join(root_dir, "config.toml"), tomli_w.dumps(self.config.to_dict()))
         return root_dir
+
+
+def _chooses_algorithm_or_env(overrides: list) -> bool:
+    return any(o.split("=", 1)[0].strip() in ("train.algorithm", "train.env") for o in overrides)
 
 
 def default_root_dir(algorithm: str, env: str) -> str:

@@ -76,7 +76,8 @@ class OffPolicyPipeline:
     def __init__(self, driver: SyncDriver, learner: Learner, buffer: Any, algorithm: Algorithm):
         self.driver, self.learner, self.buffer, self.algorithm = driver, learner, buffer, algorithm
         self.collect = tf.function(self._collect, autograph=False)
-        self.num_updates = tf.constant(algorithm.num_updates_per_iteration)
+        steps = driver.unroll_length * driver.batch
+        self.num_updates = tf.constant(algorithm.num_updates_per_iteration or steps)  # 0: one per env step
 
     def start(self) -> Carry:
         carry = self.driver.start()

@@ -106,7 +106,7 @@ class Algorithm(tf.Module):
     #: env steps (all copies) are collected with uniformly random actions first.
     off_policy: bool = False
     mini_batch_length: int = 2
-    num_updates_per_iteration: int = 1
+    num_updates_per_iteration: int = 0  # 0: one update per collected env step (num_envs x unroll_length)
     initial_collect_steps: int = 0
     replay_capacity: int = 100_000  # rows, all environment copies together
     #: Prioritized replay: ``train_complete`` gets importance weights as

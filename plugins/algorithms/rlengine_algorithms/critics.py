@@ -29,7 +29,7 @@ class OffPolicyConfig:
     gamma: float = attrs.field(default=0.99, validator=[_v.ge(0), _v.le(1)])
     mini_batch_size: int = attrs.field(default=256, validator=_v.gt(0))
     mini_batch_length: int = attrs.field(default=2, validator=_v.ge(2))  # n-step returns, n = length - 1
-    num_updates_per_iteration: int = attrs.field(default=1, validator=_v.gt(0))
+    num_updates_per_iteration: int = attrs.field(default=0, validator=_v.ge(0))  # 0: one per env step
     initial_collect_steps: int = attrs.field(default=1000, validator=_v.ge(0))
     replay_capacity: int = attrs.field(default=1_000_000, validator=_v.gt(0))
     prioritized_replay: bool = False

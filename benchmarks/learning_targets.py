@@ -8,10 +8,8 @@ excluded, building and tracing included).
 """
 
 import argparse
-import json
-import subprocess
-import sys
-import tempfile
+
+from runs import first_reaching, train_in_fresh_process
 
 TARGETS = {  # example -> threshold the issue asks for
     "ppo_cartpole": 475.0,
@@ -23,18 +21,6 @@ TARGETS = {  # example -> threshold the issue asks for
     "dqn_cartpole": 475.0,
 }
 
-CODE = ("import json, sys; from rlengine.engine import Engine; r = Engine(sys.argv[1], sys.argv[2:]).train(); "
-        "print(json.dumps([r.env_steps, r.train_time, r.eval_history]))")
-
-
-def run(example: str, seed: int) -> tuple:
-    root = tempfile.mkdtemp(prefix=f"{example}-{seed}-")
-    out = subprocess.run([sys.executable, "-c", CODE, f"examples/{example}.toml", f"train.seed={seed}",
-                          f'train.root_dir="{root}"', 'train.writers=["jsonl"]'],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=3)
@@ -44,8 +30,8 @@ def main() -> None:
         if args.only and example != args.only:
             continue
         for seed in range(args.seeds):
-            env_steps, train_time, history = run(example, seed)
-            hit = next(((s, t, r) for s, t, r in history if r >= target), None)
+            _, env_steps, train_time, history = train_in_fresh_process(f"examples/{example}.toml", seed)
+            hit = first_reaching(history, target)
             if hit:
                 print(f"{example:30s} seed {seed}: {hit[2]:7.1f} >= {target:g} at {hit[0]:7d} env steps, "
                       f"{hit[1]:6.1f} s training")

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+from runs import first_reaching, train_in_fresh_process
+
 SB3_MEDIAN_SECONDS = 3.8
 
 
@@ -40,14 +42,9 @@ def phase_split(root_dir: str) -> dict:
 
 def one_seed(seed: int) -> tuple:
     """Train one seed in a fresh process, as `rlengine train` would (cold tracing)."""
-    root = tempfile.mkdtemp(prefix=f"ppo-bench-{seed}-")
-    code = ("import json, sys; from rlengine.engine import Engine; "
-            "r = Engine(None, sys.argv[1:]).train(); print(json.dumps([r.env_steps, r.eval_return, r.eval_history]))")
-    out = subprocess.run([sys.executable, "-c", code, f"train.seed={seed}", f'train.root_dir="{root}"',
-                          'train.writers=["jsonl"]'], check=True, capture_output=True, text=True).stdout
-    env_steps, eval_return, history = json.loads(out.strip().splitlines()[-1])
-    hit = next(((steps, t) for steps, t, ret in history if ret >= 475), None)
-    return hit, phase_split(root), (env_steps, eval_return)
+    root, env_steps, _, history = train_in_fresh_process("-", seed)
+    hit = first_reaching(history, 475)
+    return hit, phase_split(root), (env_steps, max(r for *_, r in history))
 
 
 def main() -> None:
@@ -60,7 +57,7 @@ def main() -> None:
     for seed in range(args.seeds):
         hit, split, result = one_seed(seed)
         if hit is None:
-            print(f"{seed:4d}  did not reach 475 in {result[0]} steps (last {result[1]})")
+            print(f"{seed:4d}  did not reach 475 in {result[0]} steps (best {result[1]})")
             continue
         times.append(hit[1])
         print(f"{seed:4d}  {hit[0]:9d}  {hit[1]:7.2f}  {split['tracing']:9.2f}  {split['collect']:9.2f}"

@@ -13,12 +13,11 @@
 """
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
+
+from runs import first_reaching, train_in_fresh_process
 
 SB3_UPDATES_PER_SEC = 107.0
 SB3_MEDIAN_SECONDS = 28.8
@@ -76,13 +75,8 @@ def updates_per_second(num_updates: int) -> float:
 
 
 def time_to_target(seed: int) -> tuple:
-    code = ("import json, sys; from rlengine.engine import Engine; r = Engine(sys.argv[1], sys.argv[2:]).train(); "
-            "print(json.dumps([r.env_steps, r.train_time, r.eval_history]))")
-    out = subprocess.run([sys.executable, "-c", code, "examples/sac_pendulum.toml", f"train.seed={seed}",
-                          f'train.root_dir="{tempfile.mkdtemp()}"', 'train.writers=["jsonl"]'],
-                         check=True, capture_output=True, text=True).stdout
-    env_steps, train_time, history = json.loads(out.strip().splitlines()[-1])
-    return next(((s, t, r) for s, t, r in history if r >= -200), None), env_steps, train_time, history
+    _, env_steps, train_time, history = train_in_fresh_process("examples/sac_pendulum.toml", seed)
+    return first_reaching(history, -200), env_steps, train_time, history
 
 
 def main() -> None:

@@ -1,0 +1,31 @@
+"""Shared by the benchmarks: train one configuration in a fresh process.
+
+A fresh process per run measures what `rlengine train` pays (imports aside):
+cold tracing, no caches warmed by an earlier run.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+
+_CODE = ("import json, sys; import rlengine; r = rlengine.Engine(None if sys.argv[1] == '-' else sys.argv[1], "
+         "sys.argv[2:]).train(); print(json.dumps([r.env_steps, r.train_time, r.eval_history]))")
+
+
+def train_in_fresh_process(config: str, seed: int, *overrides: str) -> tuple:
+    """Train ``config`` (a TOML path, or ``-`` for the embedded default) with ``seed``.
+
+    Returns ``(root_dir, env_steps, train_time, eval_history)``; the run writes
+    only ``metrics.jsonl`` into a fresh temporary root dir.
+    """
+    root = tempfile.mkdtemp(prefix=f"rlengine-bench-{seed}-")
+    args = [config, f"train.seed={seed}", f'train.root_dir="{root}"', 'train.writers=["jsonl"]', *overrides]
+    out = subprocess.run([sys.executable, "-c", _CODE, *args], check=True, capture_output=True, text=True).stdout
+    env_steps, train_time, history = json.loads(out.strip().splitlines()[-1])
+    return root, env_steps, train_time, history
+
+
+def first_reaching(history: list, target: float):
+    """``(env_steps, train_time, return)`` of the first evaluation at or above ``target``, or None."""
+    return next(((s, t, r) for s, t, r in history if r >= target), None)

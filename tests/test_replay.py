@@ -140,14 +140,24 @@ def test_capacity_below_one_sequence_per_copy_is_refused():
         ReplayBuffer(SPEC, num_envs=3, capacity=5, sequence_length=2)
 
 
-def tree_values(buffer):
-    return buffer._tree.nodes.numpy(), buffer._tree.capacity
+def tree_leaves(buffer):
+    """The priority of every sequence start, by flat id."""
+    return buffer._tree.leaves.numpy()
+
+
+def assert_sums_consistent(tree):
+    """Every block sum matches its leaves, and every parent its two children."""
+    leaves, nodes = tree.leaves.numpy(), tree.nodes.numpy()
+    capacity = tree.block_capacity
+    assert (leaves[tree.num_items:] == 0).all() and (nodes[capacity + tree.num_blocks:] == 0).all()
+    block_sums = leaves.reshape(tree.num_blocks, tree.block_size).sum(axis=1)
+    np.testing.assert_allclose(nodes[capacity:capacity + tree.num_blocks], block_sums, rtol=1e-5, atol=1e-6)
+    parents = np.arange(1, capacity)
+    np.testing.assert_allclose(nodes[parents], nodes[2 * parents] + nodes[2 * parents + 1], rtol=1e-5, atol=1e-6)
 
 
 def assert_tree_consistent(buffer):
-    nodes, capacity = tree_values(buffer)
-    parents = np.arange(1, capacity)
-    np.testing.assert_allclose(nodes[parents], nodes[2 * parents] + nodes[2 * parents + 1], rtol=1e-5, atol=1e-6)
+    assert_sums_consistent(buffer._tree)
 
 
 def test_prioritized_frequencies_follow_priorities():
@@ -191,17 +201,16 @@ def test_new_starts_get_the_max_priority_and_invalid_ones_stay_zero():
     buffer.update_priorities(tf.constant([2, 3, 6, 7]), tf.constant([5.0, 1.0, 1.0, 1.0]))
     # Try to give every start, valid or not, a priority: the invalid ones must ignore it.
     buffer.update_priorities(tf.range(8), tf.fill([8], 7.0))
-    nodes, capacity = tree_values(buffer)
-    leaves = nodes[capacity:capacity + 8]
+    leaves = tree_leaves(buffer)[:8]
     np.testing.assert_array_equal(leaves[[0, 1, 4, 5]], 0.0)
     assert leaves[[2, 3, 6, 7]].min() > 6.9
     sampled = buffer.sample(8).indices.numpy()
     filler.steps(1)  # overwrites position 2 (row 2, a start) and validates start 4 (position 0)
-    leaves = tree_values(buffer)[0][capacity:capacity + 8]
+    leaves = tree_leaves(buffer)[:8]
     np.testing.assert_array_equal(leaves[[1, 2, 5, 6]], 0.0)  # newest two positions: 1 and 2
     np.testing.assert_allclose(leaves[[0, 4]], 7.0 + 1e-6, rtol=1e-5)  # new start: the max priority so far
     buffer.update_priorities(tf.constant(sampled), tf.fill([8], 9.0))
-    leaves = tree_values(buffer)[0][capacity:capacity + 8]
+    leaves = tree_leaves(buffer)[:8]
     np.testing.assert_array_equal(leaves[[1, 2, 5, 6]], 0.0)
     for _ in range(20):
         check_sequences(buffer.sample(32), buffer, filler.written)
@@ -214,10 +223,10 @@ def test_duplicate_ids_in_one_update_keep_the_sums_right():
     ids = tf.constant([3, 3, 9, 3, 9, 0, 9])
     buffer.update_priorities(ids, tf.constant([1.0, 5.0, 2.0, 3.0, 8.0, 4.0, 6.0]))
     assert_tree_consistent(buffer)
-    nodes, capacity = tree_values(buffer)
-    assert round(float(nodes[capacity + 3])) in (1, 5, 3)
-    assert round(float(nodes[capacity + 9])) in (2, 8, 6)
-    np.testing.assert_allclose(nodes[1], nodes[capacity:].sum(), rtol=1e-6)
+    leaves = tree_leaves(buffer)
+    assert round(float(leaves[3])) in (1, 5, 3)
+    assert round(float(leaves[9])) in (2, 8, 6)
+    np.testing.assert_allclose(float(buffer._tree.total()), leaves.sum(), rtol=1e-6)
 
 
 def test_tree_descent_never_ends_on_a_zero_leaf():
@@ -256,7 +265,8 @@ def test_checkpoint_round_trip(tmp_path):
     tf.train.Checkpoint(buffer=restored).restore(path).assert_consumed()
     for a, b in zip(tf.nest.flatten(buffer.gather_all()), tf.nest.flatten(restored.gather_all())):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-    np.testing.assert_array_equal(tree_values(buffer)[0], tree_values(restored)[0])
+    np.testing.assert_array_equal(tree_leaves(buffer), tree_leaves(restored))
+    np.testing.assert_array_equal(buffer._tree.nodes.numpy(), restored._tree.nodes.numpy())
     assert int(restored.num_rows()) == 8
     assert float(restored._max_priority) == float(buffer._max_priority)
 
@@ -301,3 +311,67 @@ def test_memory_is_the_rows_plus_small_change():
     prioritized = ReplayBuffer(SPEC, num_envs=4, capacity=100_000, sequence_length=2, prioritized=True)
     tree = 2 * next_pow2(prioritized.capacity) * 4
     assert variable_bytes(prioritized) <= raw * 1.001 + tree
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 8])
+def test_tree_descent_never_ends_on_a_zero_leaf_whatever_the_block_size(block_size):
+    tree = SumTree(6, block_size=block_size)
+    tree.set(tf.constant([0, 1, 2, 3, 4, 5], tf.int64), tf.constant([0.0, 2.0, 0.0, 0.0, 1.0, 0.0]))
+    assert_sums_consistent(tree)
+    found = tree.find(tf.constant([0.0, 1.99, 2.0, 2.5, 3.0, 3.5])).numpy()
+    np.testing.assert_array_equal(found, [1, 1, 4, 4, 4, 4])
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+@pytest.mark.parametrize("num_items, block_size", [(1, 8), (50, 1), (50, 4), (203, 8), (203, 16)])
+def test_tree_find_matches_a_cumulative_sum(mode, num_items, block_size):
+    rng = np.random.default_rng(num_items + block_size)
+    tree = SumTree(num_items, block_size=block_size)
+    priorities = (rng.random(num_items) * (rng.random(num_items) > 0.3)).astype(np.float32)
+    priorities[-1] = 0.5  # some mass, whatever the draw
+    find = tree.find if mode == "eager" else tf.function(tree.find, autograph=False)
+    tree.set(tf.range(num_items, dtype=tf.int64), tf.constant(priorities))
+    assert_sums_consistent(tree)
+    np.testing.assert_allclose(float(tree.total()), priorities.sum(), rtol=1e-5)
+    np.testing.assert_array_equal(tree.get(tf.range(num_items, dtype=tf.int64)).numpy(), priorities)
+    ends = np.cumsum(priorities.astype(np.float64))
+    # Masses well inside an interval (away from float32 rounding at its ends) must find exactly that item.
+    inside = ends - priorities / 2
+    keep = priorities > 1e-3
+    found = find(tf.constant(inside[keep], tf.float32)).numpy()
+    np.testing.assert_array_equal(found, np.flatnonzero(keep))
+    # Any mass in [0, total], ends included, lands on an item of positive priority.
+    masses = np.concatenate([rng.random(300) * ends[-1], [0.0], ends, [ends[-1] * 1.001]]).astype(np.float32)
+    assert (priorities[find(tf.constant(masses)).numpy()] > 0).all()
+
+
+@pytest.mark.parametrize("block_size", [2, 8])
+def test_tree_updates_across_blocks_keep_the_sums_exact(block_size):
+    rng = np.random.default_rng(block_size)
+    tree = SumTree(37, block_size=block_size)
+    update = tf.function(tree.set, autograph=False)
+    for round_ in range(30):
+        ids = rng.integers(0, 37, size=16)  # duplicates included
+        values = rng.random(16).astype(np.float32) * (round_ % 3 != 0)  # every third round writes zeros
+        (update if round_ % 2 else tree.set)(tf.constant(ids, tf.int64), tf.constant(values))
+        assert_sums_consistent(tree)
+        leaves = tree.leaves.numpy()
+        for i in set(ids):
+            assert leaves[i] in values[ids == i]
+    np.testing.assert_allclose(float(tree.total()), tree.leaves.numpy().sum(), rtol=1e-5)
+    tree.clear()
+    assert float(tree.total()) == 0.0 and not tree.leaves.numpy().any()
+
+
+def test_tree_costs_little_more_than_its_leaves():
+    # Pendulum rows are 36 bytes: the whole tree must stay within 20% of a 1,000,000-row buffer.
+    tree = SumTree(1_000_000)
+    tree_bytes = sum(v.shape.num_elements() * v.dtype.size for v in tree.variables)
+    assert tree_bytes <= 4 * (1_000_000 + tree.block_size) + 8 * next_pow2(-(-1_000_000 // tree.block_size))
+    assert tree_bytes / (36 * 1_000_000) <= 0.15
+    prioritized = ReplayBuffer(SPEC, num_envs=4, capacity=100_000, sequence_length=2, prioritized=True)
+    uniform = ReplayBuffer(SPEC, num_envs=4, capacity=100_000, sequence_length=2)
+    blocks = -(-prioritized.capacity // tree.block_size)
+    tree_bound = 4 * blocks * tree.block_size + 8 * next_pow2(blocks)
+    assert variable_bytes(prioritized) - variable_bytes(uniform) <= 4 + tree_bound  # + max_priority
+    assert tree_bound <= 1.34 * 4 * prioritized.capacity  # vs 2 * next_pow2(capacity) floats before: 2.62x

@@ -74,7 +74,6 @@ class Trainer:
     def train(self) -> TrainResult:
         run, cfg, parts = self.run, self.cfg, self.run.components
         hook = run.plugins.hook
-        start = self.start
         eval_history, last_eval = [], None
         stats = EpisodeStats(cfg.num_envs)
         carry = parts.pipeline.start()
@@ -85,34 +84,33 @@ class Trainer:
             run.iteration += 1
             run.env_steps += self.steps_per_iteration
             stats.add(step.experience.step_type[1:].numpy(), step.experience.reward[1:].numpy())
-            metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds, start)
+            metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
             t3 = time.perf_counter()
             if run.iteration % cfg.summary_interval == 0:
                 parts.write(metrics)
             hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
             self.summary_time += time.perf_counter() - t3
             if cfg.eval_interval and run.iteration % cfg.eval_interval == 0:
-                last_eval = self._evaluate(start)
+                last_eval = self._evaluate()
                 eval_history.append((run.env_steps, self.train_time(), last_eval))
                 if cfg.target_return is not None and last_eval >= cfg.target_return:
                     break
             if cfg.checkpoint_interval and run.iteration % cfg.checkpoint_interval == 0:
                 self.save()
         if cfg.eval_interval and (not eval_history or eval_history[-1][0] != run.env_steps):
-            last_eval = self._evaluate(start)
+            last_eval = self._evaluate()
             eval_history.append((run.env_steps, self.train_time(), last_eval))
         self.save()
         reached = cfg.target_return is not None and last_eval is not None and last_eval >= cfg.target_return
-        return TrainResult(run.root_dir, run.iteration, run.env_steps, time.perf_counter() - start,
+        return TrainResult(run.root_dir, run.iteration, run.env_steps, time.perf_counter() - self.start,
                            self.train_time(), last_eval, reached, tuple(eval_history))
 
     def train_time(self) -> float:
         """Seconds since the run began building, evaluation excluded (tracing included)."""
         return time.perf_counter() - self.start - self.eval_time
 
-    def _iteration_metrics(self, losses: dict, stats: EpisodeStats, collect: float, update: float,
-                           start: float) -> dict:
-        metrics = self._base_metrics(start)
+    def _iteration_metrics(self, losses: dict, stats: EpisodeStats, collect: float, update: float) -> dict:
+        metrics = self._base_metrics()
         metrics.update({k: float(v) for k, v in losses.items()})
         metrics.update(stats.pop())
         metrics["time/collect"] = collect
@@ -123,14 +121,14 @@ class Trainer:
         metrics["train/skipped_updates"] = float(self.run.components.learner.skipped_updates.numpy())
         return metrics
 
-    def _base_metrics(self, start: float) -> dict:
+    def _base_metrics(self) -> dict:
         return {"iteration": self.run.iteration, "env_steps": self.run.env_steps,
-                "wall_time": time.perf_counter() - start}
+                "wall_time": time.perf_counter() - self.start}
 
-    def _evaluate(self, start: float) -> float:
+    def _evaluate(self) -> float:
         run = self.run
         t0 = time.perf_counter()
-        metrics = self._base_metrics(start)
+        metrics = self._base_metrics()
         metrics.update(run.components.evaluator.run())
         metrics["time/evaluation"] = time.perf_counter() - t0
         self.eval_time += metrics["time/evaluation"]

@@ -145,7 +145,8 @@ class Learner:
         """``train_step`` over ``[b, T]`` sequences in a while loop; infos stacked ``[T, b]``."""
         time_major = tf.nest.map_structure(swap_leading, params)
         first = tf.nest.flatten(time_major)[0]
-        length, batch = tf.shape(first)[0], tf.shape(first)[1]
+        # a static length (replayed sequences have one) keeps the stacked infos' shape static
+        length, batch = first.shape[0] or tf.shape(first)[0], tf.shape(first)[1]
         info_spec = params_spec(self.specs.train_info)
         arrays = [tf.TensorArray(s.dtype, size=length, element_shape=[None, *s.shape])
                   for s in tf.nest.flatten(info_spec)]

@@ -88,12 +88,23 @@ def _dummy_train(algorithm: Algorithm, experience_spec: Experience, rollout_info
     exp = zeros_from_spec(experience_spec, [length, DUMMY_BATCH])  # [T, B]
     exp = exp._replace(rollout_info=converters.from_params(exp.rollout_info, rollout_info))
     batch = algorithm.preprocess_experience(exp)
-    if algorithm.needs_time_dimension or not algorithm.off_policy:
-        batch = tf.nest.map_structure(lambda t: t[0], batch)  # train_step sees one time slice
+    state = algorithm.initial_state(DUMMY_BATCH)
     with tf.GradientTape(persistent=True) as tape:
-        step = algorithm.train_step(batch, algorithm.initial_state(DUMMY_BATCH))
-    train_info = converters.spec_of(step.info)
-    loss_info, _ = algorithm.train_complete(tape, step.info)
+        if algorithm.needs_time_dimension:  # like the learner: step through time, stack the infos [T, B]
+            steps = []
+            for t in range(tf.nest.flatten(batch)[0].shape[0]):
+                step = algorithm.train_step(tf.nest.map_structure(lambda x: x[t], batch), state)
+                state = step.state
+                steps.append(converters.to_params(step.info))
+            info_spec = converters.spec_of(step.info)
+            info = converters.from_params(tf.nest.map_structure(lambda *x: tf.stack(x), *steps), info_spec)
+        else:
+            if not algorithm.off_policy:
+                batch = tf.nest.map_structure(lambda t: t[0], batch)  # flattened rows: one slice will do
+            step = algorithm.train_step(batch, state)
+            info = step.info
+    train_info = converters.spec_of(step.info)  # of one step
+    loss_info, _ = algorithm.train_complete(tape, info)
     loss = tf.nest.map_structure(lambda t: tensor_spec(t, 0), loss_info)
     return train_info, loss
 

@@ -5,6 +5,17 @@ Epsilon-greedy exploration decays linearly from ``epsilon_start`` to
 budget (read from ``self.progress``, which the core assigns). The target
 network moves every ``target_update_period`` updates by ``tau`` (1: a copy).
 With ``prioritized_replay`` the per-sample |TD error| is the new priority.
+
+With ``lstm_size > 0`` the Q network is recurrent (an LSTM cell before the Q
+head) and trains on whole replayed sequences: the policy state is the pair
+``(online, target)`` of LSTM states ``(h, c)``, so the core unrolls both
+networks over each sequence (resetting both at FIRST rows, and starting from
+the stored rollout state when ``use_rollout_state``). While acting the target
+half mirrors the online one, so a stored state starts both networks alike.
+The loss covers the first ``L - n_step`` rows of each ``[L, B]`` sequence with
+n-step double-Q targets bootstrapped from row ``t + n_step`` (never across a
+LAST row); the priority of a sequence is ``0.9 max + 0.1 mean`` of its
+|TD errors|.
 """
 
 from __future__ import annotations
@@ -12,10 +23,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import attrs
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from rlengine import ConfigError, LossInfo, PolicyStep
+from rlengine import ConfigError, LossInfo, PolicyStep, StepType, n_step_return
+from rlengine.interfaces.algorithm import untracked
 from rlengine_algorithms.critics import (
     OffPolicyAlgorithm,
     OffPolicyConfig,
@@ -25,7 +38,7 @@ from rlengine_algorithms.critics import (
     to_transitions,
     weighted_mean,
 )
-from rlengine_algorithms.networks import flatten_observation
+from rlengine_algorithms.networks import flatten_observation, orthogonal
 
 _v = attrs.validators
 _unit = [_v.ge(0), _v.le(1)]
@@ -38,9 +51,17 @@ class DQNConfig(OffPolicyConfig):
     hidden_sizes: list = attrs.field(factory=lambda: [256, 256])
     learning_rate: float = attrs.field(default=1e-3, validator=_v.gt(0))
     mini_batch_size: int = attrs.field(default=64, validator=_v.gt(0))
+    # Recurrent DQN: an LSTM of this size before the Q head (0: feed-forward).
+    lstm_size: int = attrs.field(default=0, validator=_v.ge(0))
+    # Recurrent only: start each replayed sequence from its stored rollout state (else zeros).
+    use_rollout_state: bool = True
     # 3-step returns and prioritized replay: on CartPole-v1 they reach 475 in
     # 4k-12k env steps (5 seeds) where 1-step uniform replay takes 8k-40k.
-    mini_batch_length: int = attrs.field(default=4, validator=_v.ge(2))
+    # Feed-forward: n-step returns with n = length - 1. Recurrent: sequences
+    # to unroll, the loss on the first length - n_step rows (default 8).
+    mini_batch_length: int = attrs.field(
+        default=attrs.Factory(lambda self: 8 if self.lstm_size else 4, takes_self=True), validator=_v.ge(2))
+    n_step: int = attrs.field(default=3, validator=_v.ge(1))  # recurrent only
     prioritized_replay: bool = True
     replay_capacity: int = attrs.field(default=100_000, validator=_v.gt(0))
     target_update_period: int = attrs.field(default=250, validator=_v.gt(0))  # in updates
@@ -57,6 +78,52 @@ class DQNInfo(NamedTuple):
     q: tf.Tensor  # [B] Q of the replayed action
     target: tf.Tensor  # [B]
     mask: tf.Tensor  # [B]
+
+
+class RecurrentDQNInfo(NamedTuple):
+    """One time step of recurrent DQN; ``train_complete`` gets them stacked ``[L, B]``."""
+
+    q: tf.Tensor  # [B] online Q of the replayed action (differentiable)
+    online_best: tf.Tensor  # [B] int32 argmax of the online Q (picks bootstrap actions)
+    target_values: tf.Tensor  # [B, A] target-network Q
+    reward: tf.Tensor  # [B]
+    discount: tf.Tensor  # [B]
+    step_type: tf.Tensor  # [B]
+
+
+class LSTM(tf.Module):
+    """An LSTM cell (``i, f, g, o`` gates, forget bias 1) with state ``(h, c)``, built eagerly."""
+
+    def __init__(self, in_size: int, units: int, name: str = "lstm", trainable: bool = True):
+        super().__init__(name=name)
+        self.units = units
+        with self.name_scope:
+            kernel = tf.concat([orthogonal([in_size, units], 1.0) for _ in range(4)], axis=1)
+            recurrent = tf.concat([orthogonal([units, units], 1.0) for _ in range(4)], axis=1)
+            bias = np.zeros(4 * units, np.float32)
+            bias[units:2 * units] = 1.0
+            self.kernel = tf.Variable(kernel, trainable=trainable, name="kernel")
+            self.recurrent_kernel = tf.Variable(recurrent, trainable=trainable, name="recurrent_kernel")
+            self.bias = tf.Variable(bias, trainable=trainable, name="bias")
+
+    def copy(self, name: str) -> "LSTM":
+        """A non-trainable copy with the same values (a target network)."""
+        target = LSTM(int(self.kernel.shape[0]), self.units, name, trainable=False)
+        for t, s in zip(target.variables_in_order, self.variables_in_order):
+            t.assign(s)
+        return target
+
+    @property
+    def variables_in_order(self) -> list:
+        return [self.kernel, self.recurrent_kernel, self.bias]
+
+    def __call__(self, x, state):
+        h, c = state
+        z = tf.matmul(x, self.kernel) + tf.matmul(h, self.recurrent_kernel) + self.bias
+        i, f, g, o = tf.split(z, 4, axis=-1)
+        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+        h = tf.sigmoid(o) * tf.tanh(c)
+        return h, (h, c)
 
 
 def huber(x, delta: float):
@@ -76,12 +143,36 @@ class DQN(OffPolicyAlgorithm):
         self.offset = int(action_spec.minimum)
         self.num_actions = int(action_spec.maximum) - self.offset + 1
         obs = observation_size(time_step_spec.observation)
-        self.q_network = StackedMLP(1, obs, config.hidden_sizes, self.num_actions, 1.0, name="q_network")
+        self.recurrent = config.lstm_size > 0
+        head_in = config.lstm_size if self.recurrent else obs
+        self.q_network = StackedMLP(1, head_in, config.hidden_sizes, self.num_actions, 1.0, name="q_network")
         self.target_network = self.q_network.copy("target_network")
+        online, target = self.q_network.variables, self.target_network.variables
+        trained = list(self.q_network.trainable_variables)
+        if self.recurrent:
+            if config.n_step >= config.mini_batch_length:
+                raise ConfigError(f"dqn.n_step = {config.n_step} needs dqn.mini_batch_length > n_step with "
+                                  f"lstm_size > 0 (the loss covers the first length - n_step rows), got "
+                                  f"mini_batch_length = {config.mini_batch_length}")
+            self.lstm = LSTM(obs, config.lstm_size, name="lstm")
+            self.target_lstm = self.lstm.copy("target_lstm")
+            online = [*online, *self.lstm.variables_in_order]
+            target = [*target, *self.target_lstm.variables_in_order]
+            trained += self.lstm.variables_in_order
+            self.needs_time_dimension = True
+            self.use_rollout_state = config.use_rollout_state
+        untracked(self, "trained", trained)  # the variables the loss trains (already tracked elsewhere)
         self.optimizer = tf_keras.optimizers.Adam(config.learning_rate, jit_compile=False)
-        self.optimizers = [(self.optimizer, self.q_network.trainable_variables)]
-        self.targets = [(self.target_network.variables, self.q_network.variables)]
+        self.optimizers = [(self.optimizer, self.trained)]
+        self.targets = [(target, online)]
         self.target_period, self.target_tau = config.target_update_period, config.tau
+
+    @property
+    def state_spec(self):
+        if not self.recurrent:
+            return ()
+        cell = (tf.TensorSpec([self.config.lstm_size], tf.float32),) * 2  # (h, c)
+        return (cell, cell)  # (online, target)
 
     def epsilon(self):
         cfg = self.config
@@ -94,21 +185,34 @@ class DQN(OffPolicyAlgorithm):
     def _to_env(self, index):
         return tf.cast(index + self.offset, self.action_spec.dtype)
 
+    def _online(self, observation, state):
+        """Online Q values ``[B, A]`` and the next state (target half mirrors the online one)."""
+        if not self.recurrent:
+            return self._q(self.q_network, observation), state
+        features, cell = self.lstm(flatten_observation(observation), state[0])
+        return self.q_network(features)[0], (cell, cell)
+
     def predict(self, time_step, state) -> PolicyStep:
-        greedy = tf.argmax(self._q(self.q_network, time_step.observation), axis=-1, output_type=tf.int32)
+        q, state = self._online(time_step.observation, state)
+        greedy = tf.argmax(q, axis=-1, output_type=tf.int32)
         return PolicyStep(self._to_env(greedy), state, ())
 
     def rollout(self, time_step, state) -> PolicyStep:
-        greedy = tf.argmax(self._q(self.q_network, time_step.observation), axis=-1, output_type=tf.int32)
+        q, state = self._online(time_step.observation, state)
+        greedy = tf.argmax(q, axis=-1, output_type=tf.int32)
         batch = tf.shape(greedy)
         explore = tf.random.uniform(batch) < self.epsilon()
         random = tf.random.uniform(batch, 0, self.num_actions, dtype=tf.int32)
         return PolicyStep(self._to_env(tf.where(explore, random, greedy)), state, ())
 
     def preprocess_experience(self, exp) -> Transition:
+        if self.recurrent:
+            return exp  # whole [L, B] sequences: the core unrolls train_step over them
         return to_transitions(exp, self.config.gamma)
 
     def train_step(self, batch: Transition, state) -> PolicyStep:
+        if self.recurrent:
+            return self._recurrent_train_step(batch, state)
         action = tf.cast(batch.action, tf.int32) - self.offset
         q = tf.gather(self._q(self.q_network, batch.observation), action, batch_dims=1)
         target = tf.stop_gradient(self._target(batch))
@@ -124,7 +228,63 @@ class DQN(OffPolicyAlgorithm):
             value = tf.reduce_max(next_q, axis=-1)
         return batch.reward + batch.discount * value
 
+    def _recurrent_train_step(self, exp, state) -> PolicyStep:
+        """One time step ``[B]`` of both networks from their states ``(online, target)``."""
+        x = flatten_observation(exp.observation)
+        features, online_cell = self.lstm(x, state[0])
+        q_all = self.q_network(features)[0]
+        target_features, target_cell = self.target_lstm(x, state[1])
+        target_values = tf.stop_gradient(self.target_network(target_features)[0])
+        action = tf.cast(exp.action, tf.int32) - self.offset
+        q = tf.gather(q_all, action, batch_dims=1)
+        best = tf.argmax(tf.stop_gradient(q_all), axis=-1, output_type=tf.int32)
+        info = RecurrentDQNInfo(q, best, target_values, exp.reward, exp.discount, exp.step_type)
+        return PolicyStep((), (online_cell, target_cell), info)
+
+    def sequence_targets(self, info: RecurrentDQNInfo) -> tuple:
+        """n-step targets ``[L - n, B]`` of the stacked ``[L, B]`` infos, and their masks."""
+        cfg = self.config
+        length, n = self.mini_batch_length, cfg.n_step
+        # the core stacks the infos with an unknown static length; it is mini_batch_length
+        info = tf.nest.map_structure(lambda x: tf.ensure_shape(x, [length, *x.shape[1:]]), info)
+        if cfg.double_q:
+            values = tf.gather(info.target_values, info.online_best, batch_dims=2)  # [L, B]
+        else:
+            values = tf.reduce_max(info.target_values, axis=-1)
+        columns = tf.range(tf.shape(values)[1])
+        targets, masks = [], []
+        for t in range(length - n):
+            rows = slice(t, t + n + 1)
+            ret, discount, index = n_step_return(info.reward[rows], info.discount[rows], info.step_type[rows],
+                                                 cfg.gamma)
+            bootstrap = tf.gather_nd(values, tf.stack([t + index, columns], axis=-1))
+            targets.append(ret + discount * bootstrap)
+            masks.append(tf.cast(info.step_type[t] != StepType.LAST, tf.float32))
+        return tf.stop_gradient(tf.stack(targets)), tf.stack(masks)
+
+    def _recurrent_train_complete(self, tape, info: RecurrentDQNInfo, weight=None):
+        cfg = self.config
+        rows = self.mini_batch_length - cfg.n_step
+        with tape:
+            target, mask = self.sequence_targets(info)
+            q = tf.ensure_shape(info.q, [self.mini_batch_length, None])[:rows]
+            td = q - target  # [L - n, B]
+            w = mask if weight is None else mask * weight[None]
+            loss = tf.reduce_sum(huber(td, cfg.huber_delta) * w) / tf.maximum(tf.reduce_sum(mask), 1.0)
+        variables = self.trained
+        grads, norm = tf.clip_by_global_norm(tape.gradient(loss, variables), cfg.max_grad_norm)
+        q_mean = tf.reduce_sum(q * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+        extra = {"q": q_mean, "grad_norm": norm, "epsilon": self.epsilon()}
+        priority = ()
+        if self.prioritized_replay:
+            error = tf.abs(td) * mask
+            mean = tf.reduce_sum(error, axis=0) / tf.maximum(tf.reduce_sum(mask, axis=0), 1.0)
+            priority = 0.9 * tf.reduce_max(error, axis=0) + 0.1 * mean  # [B], one per sequence
+        return LossInfo(loss, extra, priority), list(zip(grads, variables))
+
     def train_complete(self, tape, info: DQNInfo, weight=None):
+        if self.recurrent:
+            return self._recurrent_train_complete(tape, info, weight)
         cfg = self.config
         with tape:
             td = info.q - info.target

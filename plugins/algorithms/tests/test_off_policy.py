@@ -296,3 +296,132 @@ def test_engine_smoke(tmp_path, algorithm, env, options):
     assert result.env_steps == 200 and np.isfinite(result.eval_return)
     assert counter.applied > 0 and counter.skipped == 0  # learned from replay, every update finite
     assert np.isfinite(Engine(raw).evaluate(num_episodes=1)["eval/average_return"])  # the checkpoint restores
+
+
+# -- recurrent DQN -------------------------------------------------------------------
+
+
+def recurrent_dqn(**options):
+    options = {"lstm_size": 8, "hidden_sizes": [16], "obs_dim": 3, **options}
+    return make(DQN, DISCRETE, **options)
+
+
+def unroll(algorithm, exp, state=None):
+    """What the core's learner does for recurrent algorithms: train_step over time, resetting at FIRST."""
+    batch = exp.step_type.shape[1]
+    initial = algorithm.initial_state(batch)
+    state = initial if state is None else state
+    infos = []
+    for t in range(exp.step_type.shape[0]):
+        step = tf.nest.map_structure(lambda x: x[t], exp)
+        first = tf.equal(step.step_type, F)[:, None]
+        state = tf.nest.map_structure(lambda s, z: tf.where(first, z, s), state, initial)
+        out = algorithm.train_step(step, state)
+        infos.append(out.info)
+        state = out.state
+    return tf.nest.map_structure(lambda *xs: tf.stack(xs), *infos), state
+
+
+def recurrent_update(algorithm, exp, weight=None):
+    with tf.GradientTape(persistent=True) as tape:
+        info, _ = unroll(algorithm, algorithm.preprocess_experience(exp))
+    loss_info, grads_and_vars = algorithm.train_complete(tape, info, weight)
+    algorithm.apply_gradients(grads_and_vars)
+    algorithm.after_update()
+    return loss_info
+
+
+def test_recurrent_dqn_config_and_shapes():
+    assert DQNConfig().lstm_size == 0 and DQNConfig(lstm_size=4).mini_batch_length == 8
+    assert not make(DQN, DISCRETE).needs_time_dimension and make(DQN, DISCRETE).state_spec == ()
+    dqn = recurrent_dqn(use_rollout_state=False)
+    assert dqn.needs_time_dimension and not dqn.use_rollout_state and dqn.mini_batch_length == 8
+    cell = (tf.TensorSpec([8], tf.float32),) * 2
+    assert dqn.state_spec == (cell, cell)
+    ts = TimeStep(tf.zeros([5], tf.int32), tf.zeros([5]), tf.ones([5]), tf.random.normal([5, 3]),
+                  tf.zeros([5], tf.int32), tf.zeros([5], tf.int32))
+    state = dqn.initial_state(5)
+    for step in (dqn.rollout(ts, state), dqn.predict(ts, state)):
+        assert step.action.shape == [5] and step.action.dtype == tf.int32
+        assert [s.shape for s in tf.nest.flatten(step.state)] == [[5, 8]] * 4
+        assert not np.allclose(step.state[0][0], 0.0)  # the LSTM moved
+        np.testing.assert_array_equal(step.state[0][1], step.state[1][1])  # acting: target half mirrors
+    exp = experience([[F, M, M, M]] * 8, action_spec=DISCRETE)
+    assert dqn.preprocess_experience(exp) is exp  # sequences stay whole
+    info, _ = unroll(dqn, exp)
+    assert info.q.shape == [8, 4] and info.target_values.shape == [8, 4, 2]
+
+
+def test_recurrent_dqn_state_changes_q_and_is_reset_at_first():
+    dqn = recurrent_dqn()
+    exp = experience([[F, M], [M, M], [M, F], [M, M]], action_spec=DISCRETE, obs=np.ones([4, 2, 3]),
+                     action=np.zeros([4, 2]))
+    info, _ = unroll(dqn, exp)
+    # copy 0 runs on from row 0; copy 1 restarts at row 2, so its rows 2-3 repeat copy 0's rows 0-1
+    np.testing.assert_allclose(info.q[2:, 1], info.q[:2, 0], rtol=1e-6)
+    np.testing.assert_allclose(info.target_values[2:, 1], info.target_values[:2, 0], rtol=1e-6)
+    assert not np.allclose(info.q[1, 0], info.q[0, 0])  # same observation, different state
+    # a stored (non-zero) start state changes row 0, unless the row is FIRST
+    start = tf.nest.map_structure(lambda s: s + 0.5, dqn.initial_state(2))
+    exp = experience([[M, F], [M, M]], action_spec=DISCRETE, obs=np.ones([2, 2, 3]), action=np.zeros([2, 2]))
+    moved_info, _ = unroll(dqn, exp, start)
+    assert not np.allclose(moved_info.q[0, 0], info.q[0, 0])
+    np.testing.assert_allclose(moved_info.q[0, 1], info.q[0, 0], rtol=1e-6)
+
+
+def test_recurrent_dqn_n_step_targets_stop_at_last():
+    # A constant target network (zero weights, bias 1 on every action): bootstrap values are 1.
+    dqn = recurrent_dqn(n_step=2, mini_batch_length=5, gamma=0.5)
+    for w in dqn.target_network.weights:
+        w.assign(tf.zeros_like(w))
+    dqn.target_network.biases[-1].assign(tf.ones_like(dqn.target_network.biases[-1]))
+    reward = [[0, 0], [1, 1], [2, 2], [4, 4], [8, 8]]
+    exp = experience([[F, F], [M, M], [M, L], [M, F], [L, M]], reward=reward,
+                     discount=[[1, 1], [1, 1], [1, 0], [1, 1], [0, 1]], action_spec=DISCRETE)
+    info, _ = unroll(dqn, exp)
+    target, mask = dqn.sequence_targets(info)
+    assert target.shape == [3, 2]
+    # copy 0: rows 0..2 bootstrap from row t + 2 with gamma^2
+    np.testing.assert_allclose(target[:, 0], [1 + 0.5 * 2 + 0.25, 2 + 0.5 * 4 + 0.25, 4 + 0.5 * 8 + 0.0])
+    # copy 1 terminates at row 2 (LAST, discount 0): no bootstrap; row 2 is LAST and masked
+    np.testing.assert_allclose(target[:2, 1], [1 + 0.5 * 2, 2.0])
+    np.testing.assert_array_equal(mask, [[1, 1], [1, 1], [1, 0]])
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_recurrent_dqn_update_covers_the_lstm_and_returns_sequence_priorities(graph):
+    dqn = recurrent_dqn(prioritized_replay=True, target_update_period=2)
+    dqn.build()
+    assert {v.ref() for v in dqn.trained} == {v.ref() for v in dqn.trainable_variables}
+    exp = experience([[F, M, L]] + [[M, M, F]] * 5 + [[M, L, M]] * 2, action_spec=DISCRETE)
+    before, lstm_before = values(dqn.trainable_variables), values(dqn.lstm.variables_in_order)
+    step = tf.function(recurrent_update, autograph=False) if graph else recurrent_update
+    loss_info = step(dqn, exp, tf.ones([3]))
+    assert np.isfinite(loss_info.loss.numpy()) and loss_info.priority.shape == [3]
+    assert np.all(loss_info.priority.numpy() >= 0)
+    assert moved(before, dqn.trainable_variables) and moved(lstm_before, dqn.lstm.variables_in_order)
+    assert moved(values(dqn.target_lstm.variables_in_order), dqn.lstm.variables_in_order)
+    step(dqn, exp, tf.ones([3]))  # the second update copies both networks to the targets
+    for t, o in zip(dqn.target_lstm.variables_in_order, dqn.lstm.variables_in_order):
+        np.testing.assert_array_equal(t.numpy(), o.numpy())
+
+
+def test_recurrent_dqn_refuses_n_step_without_a_loss_row():
+    with pytest.raises(ConfigError, match="n_step = 4 needs dqn.mini_batch_length > n_step"):
+        recurrent_dqn(n_step=4, mini_batch_length=4)
+
+
+@pytest.mark.parametrize("env,use_rollout_state", [("rlengine/CartPoleNoVelocity-v1", True),
+                                                    ("CartPole-v1", False)])
+def test_recurrent_dqn_engine_smoke(tmp_path, env, use_rollout_state):
+    from rlengine.engine import Engine
+
+    raw = {"train": {"algorithm": "dqn", "env": env, "num_envs": 2, "unroll_length": 4, "num_env_steps": 200,
+                     "writers": [], "eval_interval": 25, "num_eval_episodes": 1, "root_dir": str(tmp_path)},
+           "dqn": {**SMALL, "lstm_size": 8, "mini_batch_length": 6, "n_step": 2, "prioritized_replay": True,
+                   "target_update_period": 4, "use_rollout_state": use_rollout_state}}
+    counter = UpdateCounter()
+    result = Engine(raw, extra_plugins=[("counter", counter)]).train()
+    assert result.env_steps == 200 and np.isfinite(result.eval_return)
+    assert counter.applied > 0 and counter.skipped == 0
+    assert np.isfinite(Engine(raw).evaluate(num_episodes=1)["eval/average_return"])  # the checkpoint restores

@@ -76,6 +76,7 @@ def test_engine_is_public_api():
 
 def test_choosing_an_algorithm_or_env_starts_from_plain_defaults_not_the_demo():
     # The embedded demo is tuned for PPO on CartPole (target 475); it must not leak into other runs.
-    engine = Engine(None, ["train.algorithm=toy", "train.env=counting"], extra_plugins=[("testing", testing_plugin())])
+    engine = Engine(None, ["train.algorithm=toy", "train.env=counting", 'train.writers=["memory"]'],
+                    extra_plugins=[("testing", testing_plugin())])
     assert engine.config.train.target_return is None
     assert "ppo" not in engine.config.sections

@@ -50,7 +50,7 @@ from rlengine.builtin.distributions import SquashedNormal  # noqa: E402
 from rlengine.data import Experience, LossInfo, PolicyStep, StepType, TimeStep  # noqa: E402
 from rlengine.errors import ConfigError, PluginError, RegistryError, RLEngineError, SpecMismatchError  # noqa: E402
 from rlengine.interfaces import Algorithm, Environment, ObservationTransformer, SummaryWriter  # noqa: E402
-from rlengine.interfaces.algorithm import NoConfig  # noqa: E402
+from rlengine.interfaces.algorithm import NoConfig, untracked  # noqa: E402
 from rlengine.returns import n_step_return  # noqa: E402
 
 
@@ -85,4 +85,5 @@ __all__ = [
     "__version__",
     "hookimpl",
     "n_step_return",
+    "untracked",
 ]

@@ -168,7 +168,34 @@ def _load_entry_point(pm, ep, infos, failures) -> None:
     _register(pm, ep.name, plugin, PluginInfo(ep.name, dist, version, _module_of(plugin)), infos, failures)
 
 
+def api_mismatch(plugin: Any, provided: str) -> Optional[str]:
+    """Why ``plugin`` cannot run on this core's API, or None.
+
+    A plugin may declare ``RLENGINE_API_VERSION = "MAJOR.MINOR"``: the
+    version of the hooks and interfaces it was written against. It runs when
+    the major numbers match and the core's minor is at least the plugin's.
+    """
+    wanted = getattr(plugin, "RLENGINE_API_VERSION", None)
+    if wanted is None:
+        return None
+    try:
+        want_major, want_minor = (int(x) for x in str(wanted).split("."))
+    except ValueError:
+        return f"declares RLENGINE_API_VERSION = {wanted!r}, which is not 'MAJOR.MINOR'"
+    have_major, have_minor = (int(x) for x in provided.split("."))
+    if want_major != have_major or want_minor > have_minor:
+        return f"needs rlengine API {wanted}, but this rlengine provides API {provided}; upgrade one of them"
+    return None
+
+
 def _register(pm, name, plugin, info, infos, failures) -> None:
+    from rlengine import API_VERSION
+
+    why = api_mismatch(plugin, API_VERSION)
+    if why is not None:
+        origin = f"{info.distribution} {info.version}".strip()
+        failures.append(PluginFailure(name, info.distribution, info.version, f"plugin {name!r} ({origin}) {why}", ""))
+        return
     try:
         pm.register(plugin, name=name)
     except Exception as exc:  # pluggy validates hook names and arguments here

@@ -11,6 +11,9 @@ from rlengine import hookimpl
 tfd = tfp.distributions
 tfb = tfp.bijectors
 
+#: The rlengine API (hooks and interfaces) this plugin is written against.
+RLENGINE_API_VERSION = "1.0"
+
 
 class SquashedNormal(tfd.TransformedDistribution):
     """A diagonal Normal squashed by tanh into ``[low, high]`` (SAC's policy).

@@ -27,8 +27,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from rlengine import ConfigError, LossInfo, PolicyStep, StepType, n_step_return
-from rlengine.interfaces.algorithm import untracked
+from rlengine import ConfigError, LossInfo, PolicyStep, StepType, n_step_return, untracked
 from rlengine_algorithms.critics import (
     OffPolicyAlgorithm,
     OffPolicyConfig,

@@ -2,6 +2,8 @@
 
 from rlengine import hookimpl
 
+#: The rlengine API (hooks and interfaces) this plugin is written against.
+RLENGINE_API_VERSION = "1.0"
 
 @hookimpl
 def rlengine_register_algorithms(register):

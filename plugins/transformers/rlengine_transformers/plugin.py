@@ -9,6 +9,9 @@ from rlengine_transformers.frame_stack import FrameStack
 from rlengine_transformers.image_scale import ImageScale
 from rlengine_transformers.normalize import Normalize
 
+#: The rlengine API (hooks and interfaces) this plugin is written against.
+RLENGINE_API_VERSION = "1.0"
+
 #: Registered name -> transformer class; the name is also its TOML section.
 TRANSFORMERS = {
     "normalize": Normalize,

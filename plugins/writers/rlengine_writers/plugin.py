@@ -9,6 +9,9 @@ from rlengine_writers.console_writer import ConsoleWriter
 from rlengine_writers.jsonl_writer import JsonlWriter
 from rlengine_writers.tensorboard_writer import TensorBoardWriter
 
+#: The rlengine API (hooks and interfaces) this plugin is written against.
+RLENGINE_API_VERSION = "1.0"
+
 #: Registered name -> writer class; the name is also the writer's TOML section.
 WRITERS = {
     "tensorboard": TensorBoardWriter,

@@ -1,0 +1,70 @@
+"""Plugins use only the public API, and declare which API version they need."""
+
+import ast
+import glob
+import os
+
+import pytest
+
+import rlengine
+from rlengine.plugins import build_plugins
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+PLUGIN_SOURCES = [p for p in glob.glob(os.path.join(ROOT, "plugins", "*", "rlengine_*", "**", "*.py"), recursive=True)]
+
+
+def _core_imports(path):
+    tree = ast.parse(open(path).read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rlengine":
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "rlengine":
+                    yield node.lineno, alias.name
+
+
+def test_plugin_packages_import_only_the_public_core_module():
+    assert PLUGIN_SOURCES, "no plugin sources found"
+    private = [f"{os.path.relpath(path, ROOT)}:{line} imports {module}"
+               for path in PLUGIN_SOURCES for line, module in _core_imports(path) if module != "rlengine"]
+    assert not private, "plugins must import only `rlengine` (its __all__):\n" + "\n".join(private)
+
+
+def test_public_names_exist():
+    for name in rlengine.__all__:
+        assert getattr(rlengine, name) is not None
+
+
+class FuturePlugin:
+    RLENGINE_API_VERSION = "2.0"
+
+
+class NewerMinorPlugin:
+    RLENGINE_API_VERSION = "1.9"
+
+
+class CompatiblePlugin:
+    RLENGINE_API_VERSION = "1.0"
+
+
+class MalformedPlugin:
+    RLENGINE_API_VERSION = "one"
+
+
+@pytest.mark.parametrize("plugin, message", [
+    (FuturePlugin(), "needs rlengine API 2.0, but this rlengine provides API 1.0"),
+    (NewerMinorPlugin(), "needs rlengine API 1.9, but this rlengine provides API 1.0"),
+    (MalformedPlugin(), "declares RLENGINE_API_VERSION = 'one'"),
+])
+def test_incompatible_plugin_is_refused_in_one_line_naming_it_and_the_versions(plugin, message):
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("mine", plugin)])
+    (failure,) = plugins.failures
+    assert failure.message.startswith("plugin 'mine' (in-process)") and message in failure.message
+    assert "\n" not in failure.message
+    assert "mine" not in [i.name for i in plugins.infos]
+
+
+def test_compatible_plugin_loads():
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("mine", CompatiblePlugin())])
+    assert not plugins.failures and [i.name for i in plugins.infos] == ["mine"]

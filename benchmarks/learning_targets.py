@@ -19,6 +19,7 @@ TARGETS = {  # example -> threshold the issue asks for
     "sac_pendulum": -200.0,
     "td3_pendulum": -200.0,
     "dqn_cartpole": 475.0,
+    "reinforce_cartpole": 475.0,  # the example plugin in plugins/reinforce
 }
 
 def main() -> None:

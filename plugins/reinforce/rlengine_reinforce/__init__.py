@@ -1,0 +1,1 @@
+"""REINFORCE with a learned value baseline: an rlengine algorithm plugin built on the public API only."""

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from rlengine.plugins import DISABLE_ENV, TRACE_ENV
+from tests.plugin_packages import pip_install, run_rlengine
 
 SETUP_PY = """
     from setuptools import setup
@@ -125,21 +122,6 @@ def _write_package(root: Path, dist: str, version: str, entry_point: str, module
     return root
 
 
-def _pip_install(package: Path, target: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--disable-pip-version-check", "--target", str(target), str(package)],
-        check=True, capture_output=True, text=True, timeout=180,
-    )
-
-
-def _rlengine(*args: str, pythonpath: list[Path], cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in (DISABLE_ENV, TRACE_ENV, "RLENGINE_DEBUG")}
-    env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return subprocess.run([sys.executable, "-m", "rlengine.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
-
-
 def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("rlengine: error:")]
 
@@ -152,25 +134,25 @@ def sites(tmp_path_factory):
                           "rlengine_coinflip", COINFLIP_MODULE)
     broken = _write_package(root / "src" / "brokenext", "rlengine-brokenext", "0.0.7", "brokenext",
                             "rlengine_brokenext", BROKEN_MODULE)
-    _pip_install(good, root / "site-good")
-    _pip_install(broken, root / "site-broken")
+    pip_install(good, root / "site-good")
+    pip_install(broken, root / "site-broken")
     return root
 
 
 @pytest.fixture(scope="module")
 def listed(sites):
-    return _rlengine("plugins", "--json", pythonpath=[sites / "site-good"], cwd=sites)
+    return run_rlengine("plugins", "--json", pythonpath=[sites / "site-good"], cwd=sites)
 
 
 @pytest.fixture(scope="module")
 def listed_with_broken(sites):
-    return _rlengine("plugins", "--json", pythonpath=[sites / "site-good", sites / "site-broken"], cwd=sites)
+    return run_rlengine("plugins", "--json", pythonpath=[sites / "site-good", sites / "site-broken"], cwd=sites)
 
 
 @pytest.fixture(scope="module")
 def trained(sites):
     run_dir = sites / "run"
-    process = _rlengine(
+    process = run_rlengine(
         "train", "--algorithm", "coinflip_random", "--env", "coinflip_guess", "--num-env-steps", "64",
         "--root-dir", str(run_dir),
         "--set", 'train.writers=["jsonl"]', "--set", "train.eval_interval=0",

@@ -1,0 +1,3 @@
+"""{{ cookiecutter.description }}."""
+
+__version__ = "{{ cookiecutter.version }}"

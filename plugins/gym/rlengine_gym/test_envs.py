@@ -10,11 +10,16 @@
 * ``rlengine/CartPoleNoVelocity-v1``: ``CartPole-v1`` observing only the cart
   position and the pole angle (indices 0 and 2), a partially observed task
   for recurrent policies. 500 steps at most.
+* ``rlengine/SlowCartPole-v1``: ``CartPole-v1`` whose ``step`` first sleeps
+  ``latency`` seconds (keyword, default 0.002), a stand-in for a simulator
+  or a remote environment that answers slowly without using the CPU.
 
 Only Gymnasium and numpy are imported here, so worker processes stay light.
 """
 
 from __future__ import annotations
+
+import time
 
 import gymnasium
 import numpy as np
@@ -23,6 +28,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 COUNTER_ID = "rlengine/Counter-v0"
 CARTPOLE_NO_VELOCITY_ID = "rlengine/CartPoleNoVelocity-v1"
+SLOW_CARTPOLE_ID = "rlengine/SlowCartPole-v1"
 
 
 class CounterEnv(gymnasium.Env):
@@ -85,6 +91,20 @@ class CartPoleNoVelocityEnv(CartPoleEnv):
         return obs[self._KEEP], reward, terminated, truncated, info
 
 
+class SlowCartPoleEnv(CartPoleEnv):
+    """CartPole that takes ``latency`` seconds per step (sleeping: the GIL is free meanwhile)."""
+
+    def __init__(self, latency: float = 0.002, render_mode: str | None = None):
+        super().__init__(render_mode=render_mode)
+        if latency < 0:
+            raise ValueError(f"latency must be >= 0 seconds, got {latency}")
+        self.latency = float(latency)
+
+    def step(self, action):
+        time.sleep(self.latency)
+        return super().step(action)
+
+
 def _register(env_id: str, entry_point: str, **kwargs) -> None:
     if env_id not in gymnasium.registry:
         gymnasium.register(id=env_id, entry_point=entry_point, **kwargs)
@@ -92,3 +112,4 @@ def _register(env_id: str, entry_point: str, **kwargs) -> None:
 
 _register(COUNTER_ID, f"{__name__}:CounterEnv")
 _register(CARTPOLE_NO_VELOCITY_ID, f"{__name__}:CartPoleNoVelocityEnv", max_episode_steps=500, reward_threshold=475.0)
+_register(SLOW_CARTPOLE_ID, f"{__name__}:SlowCartPoleEnv", max_episode_steps=500, reward_threshold=475.0)

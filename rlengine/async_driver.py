@@ -1,0 +1,182 @@
+"""The env threads and actor threads of the asynchronous pipeline.
+
+An env thread owns one batched environment and loops::
+
+    carry, version = start()                  # reset, first request, first answer
+    while running:
+        carry, version = unroll(carry, version)   # T steps, then the unroll goes to the learner
+
+One ``unroll`` is one ``tf.function`` call: each step transforms the raw
+time step, resets the policy state at FIRST, puts a request on its actor's
+queue, waits for the answer on its own return queue and steps the
+environment (``tf.numpy_function``). Policy and transformer state stay in
+the env thread; they travel with each request.
+
+An actor thread loops ``serve()``: it waits for one request, takes every
+other request already waiting (up to one per env thread it serves),
+runs one batched ``rollout`` for all of them, and answers each env thread
+with its own rows, stamped with the policy version that acted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from rlengine.coordinator import Coordinator
+from rlengine.data import Experience, Nest
+from rlengine.distributions import Converters
+from rlengine.driver import Carry, EnvCaller, act, clip_to_spec, observe
+from rlengine.interfaces import Algorithm, Environment
+from rlengine.queues import Answer, Request, RunQueues, Unroll
+from rlengine.specs import RunSpecs
+from rlengine.transformers import TransformerChain
+
+
+class EnvThread:
+    """Steps one batched environment, asking its actor for every action."""
+
+    def __init__(self, index: int, env: Environment, chain: TransformerChain, algorithm: Algorithm,
+                 specs: RunSpecs, queues: RunQueues, actor: int, unroll_length: int):
+        self.index, self.env, self.chain, self.algorithm, self.specs = index, env, chain, algorithm, specs
+        self.caller = EnvCaller(env, specs.raw_time_step)
+        self.batch = env.batch_size
+        self.actor = actor
+        # Kinds of queue (structure and shapes); the queues themselves come with each call, as handles.
+        self._kinds = (queues.actors[actor], queues.answers[index], queues.learner)
+        self.unroll_length = unroll_length
+        self.env_steps = 0  # collected by this thread; read by the learner for summaries
+        self.start = tf.function(self._start, autograph=False)
+        self.unroll = tf.function(self._unroll, autograph=False)
+
+    def describe(self) -> str:
+        first = self.env.first_env_id
+        return f"env {self.env.env_id!r}, copies {first}..{first + self.batch - 1}"
+
+    def handles(self, queues: RunQueues) -> tuple:
+        return (queues.actors[self.actor].handle, queues.answers[self.index].handle, queues.learner.handle)
+
+    def run(self, coordinator: Coordinator, queues: RunQueues) -> None:
+        handles = self.handles(queues)
+        try:
+            carry, version = self.start(handles)
+            while not coordinator.should_stop():
+                carry, version = self.unroll(carry, version, handles)
+                self.env_steps += self.unroll_length * self.batch
+        except tf.errors.OpError as exc:
+            if self.caller.error is not None:  # the environment raised: report its error, not the graph's
+                raise self.caller.error from exc
+            raise
+
+    def _queues(self, handles: tuple) -> tuple:
+        return tuple(kind.view(h) for kind, h in zip(self._kinds, handles))
+
+    def _act(self, raw: Any, transformer_state: tuple, policy_state: Nest, handles: tuple) -> tuple:
+        time_step, transformer_state, state = observe(self.chain, self.algorithm, raw, transformer_state,
+                                                      policy_state, self.batch)
+        requests, answers, _ = self._queues(handles)
+        thread = tf.fill([self.batch], tf.constant(self.index, tf.int32))
+        sent = requests.enqueue(Request(time_step, state, thread))
+        with tf.control_dependencies([sent]):
+            answer: Answer = answers.dequeue((self.batch_shape, self.batch_shape, self.batch_shape, []))
+        exp = Experience(*time_step, answer.action, answer.info, state)
+        return Carry(exp, transformer_state, answer.state), answer.version
+
+    @property
+    def batch_shape(self) -> list:
+        return [self.batch]
+
+    def _start(self, handles: tuple) -> tuple:
+        return self._act(self.caller.reset(), self.chain.initial_state(self.batch),
+                         self.algorithm.initial_state(self.batch), handles)
+
+    def _unroll(self, carry: Carry, version: Any, handles: tuple) -> tuple:
+        """``unroll_length`` steps; puts ``[T + 1, B]`` rows on the learner queue.
+
+        ``version`` is the policy version of the carried row, the oldest
+        that acted in this unroll, so the learner can measure the lag.
+        """
+        flat_spec = tf.nest.flatten(self.specs.experience)
+        arrays = [tf.TensorArray(s.dtype, size=self.unroll_length + 1, element_shape=[self.batch, *s.shape])
+                  for s in flat_spec]
+        arrays = [a.write(0, t) for a, t in zip(arrays, tf.nest.flatten(carry.experience))]
+
+        def step(t, carry, _, arrays):
+            raw = self.caller.step(clip_to_spec(carry.experience.action, self.specs.action))
+            carry, version = self._act(raw, carry.transformer_state, carry.policy_state, handles)
+            arrays = [a.write(t, x) for a, x in zip(arrays, tf.nest.flatten(carry.experience))]
+            return t + 1, carry, version, arrays
+
+        _, carry, last_version, arrays = tf.while_loop(
+            lambda t, *_: t <= self.unroll_length, step, (tf.constant(1), carry, version, arrays),
+            parallel_iterations=1)
+        experience = tf.nest.pack_sequence_as(self.specs.experience, [a.stack() for a in arrays])
+        sent = self._queues(handles)[2].enqueue(Unroll(experience, version, tf.constant(self.index, tf.int32)))
+        with tf.control_dependencies([sent]):
+            return tf.nest.map_structure(tf.identity, (carry, last_version))
+
+
+class ActorThread:
+    """Computes actions for the env threads it serves, batching their requests."""
+
+    def __init__(self, index: int, algorithm: Algorithm, converters: Converters, specs: RunSpecs,
+                 queues: RunQueues, served: list, random_actions: tf.Variable, policy_version: tf.Variable):
+        self.index, self.algorithm, self.converters, self.specs = index, algorithm, converters, specs
+        self.served = served  # indices of the env threads whose requests come to this actor
+        self._kinds = (queues.actors[index], [queues.answers[i] for i in served])  # as in EnvThread
+        self.random_actions = random_actions
+        self.policy_version = policy_version
+        self.calls = self.rows = 0  # rollouts run and rows acted on; read by the learner for summaries
+        self.serve = tf.function(self._serve, autograph=False)
+
+    def describe(self) -> str:
+        return f"serving env threads {', '.join(map(str, self.served))}"
+
+    def run(self, coordinator: Coordinator, queues: RunQueues) -> None:
+        handles = (queues.actors[self.index].handle, [queues.answers[i].handle for i in self.served])
+        while not coordinator.should_stop():
+            rows = int(self.serve(handles))
+            self.calls, self.rows = self.calls + 1, self.rows + rows
+
+    def _take_requests(self, requests: Any) -> Request:
+        """One request (waiting for it), then those already queued, concatenated over rows."""
+        structure = requests.structure
+        flat_spec = tf.nest.flatten(structure)
+        arrays = [tf.TensorArray(s.dtype, size=0, dynamic_size=True, infer_shape=False,
+                                 element_shape=[None, *s.shape]) for s in flat_spec]
+
+        def take(i, arrays):
+            request = tf.nest.flatten(requests.dequeue([None]))
+            return i + 1, [a.write(i, x) for a, x in zip(arrays, request)]
+
+        _, arrays = take(0, arrays)
+        more = tf.minimum(requests.size(), len(self.served) - 1)
+        _, arrays = tf.while_loop(lambda i, _: i < more + 1, take, (tf.constant(1), arrays),
+                                  parallel_iterations=1)
+        return tf.nest.pack_sequence_as(structure, [a.concat() for a in arrays])
+
+    def _serve(self, handles: tuple) -> Any:
+        requests = self._kinds[0].view(handles[0])
+        answers = {i: kind.view(h) for i, kind, h in zip(self.served, self._kinds[1], handles[1])}
+        request = self._take_requests(requests)
+        rows = tf.shape(request.thread)[0]
+        version = self.policy_version.read_value()
+        action, state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
+                                  request.time_step, request.state, rows)
+        answered = [self._answer(answers[i], i, request.thread, (action, state, info), version)
+                    for i in self.served]
+        with tf.control_dependencies(answered):
+            return tf.identity(rows)
+
+    def _answer(self, queue: Any, thread: int, threads: Any, outputs: tuple, version: Any) -> Any:
+        """Send env thread ``thread`` its rows, if it asked in this batch."""
+        rows = tf.reshape(tf.where(tf.equal(threads, thread)), [-1])
+
+        def send():
+            action, state, info = tf.nest.map_structure(lambda t: tf.gather(t, rows), outputs)
+            sent = queue.enqueue(Answer(action, state, info, version))
+            with tf.control_dependencies([sent]):
+                return tf.constant(True)
+
+        return tf.cond(tf.size(rows) > 0, send, lambda: tf.constant(False))

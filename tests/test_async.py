@@ -1,0 +1,116 @@
+"""The asynchronous pipeline: routing, errors from any thread, and shutdown at any moment."""
+
+import random
+import threading
+import time
+
+import pytest
+
+from rlengine.build import build_components
+from rlengine.engine import Engine
+from rlengine.errors import ConfigError, WorkerError
+from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
+from rlengine.testing_echo import echo_plugin
+
+
+def _plugins():
+    return [("testing", testing_plugin()), ("echo", echo_plugin())]
+
+
+def echo_config(tmp_path, batch_sizes=(1, 2, 3), actors=2, steps=600, **echo):
+    cfg = tiny_config(str(tmp_path / "run"), algorithm="echo", env="echo", num_envs=sum(batch_sizes),
+                      num_env_steps=steps, unroll_length=4, eval_interval=0, driver="async")
+    cfg["async"] = {"num_env_threads": len(batch_sizes), "num_actor_threads": actors,
+                    "env_batch_sizes": list(batch_sizes)}
+    cfg["echo"] = {"max_delay": 0.001, **echo}
+    return cfg
+
+
+def worker_threads():
+    return [t.name for t in threading.enumerate() if t.name.startswith(("env thread", "actor thread"))]
+
+
+def test_every_env_thread_gets_exactly_its_own_actions(tmp_path):
+    """Uneven batches, two actors: EchoEnv raises on any action computed for another copy or step."""
+    engine = Engine(echo_config(tmp_path), extra_plugins=_plugins())
+    result = engine.train()
+    assert result.env_steps >= 600
+    assert worker_threads() == []
+
+
+def test_routing_with_first_env_ids_given_and_one_actor_per_thread(tmp_path):
+    cfg = echo_config(tmp_path, batch_sizes=(2, 1, 3), actors=3, steps=300)
+    cfg["async"]["first_env_ids"] = [4, 0, 1]
+    result = Engine(cfg, extra_plugins=_plugins()).train()
+    assert result.env_steps >= 300
+
+
+def test_stats_count_episodes_of_every_copy(tmp_path):
+    cfg = echo_config(tmp_path, batch_sizes=(1, 3), actors=1, steps=480)
+    Engine(cfg, extra_plugins=_plugins()).train()
+    rows = MemoryWriter.last.rows
+    finished = sum(r.get("train/episodes", 0) for r in rows)
+    lengths = {r["train/episode_length"] for r in rows if "train/episode_length" in r}
+    assert finished >= 480 // 6 - 4 * 2  # 6 steps an episode (5 + the reset step); 4 copies may be mid-episode
+    assert lengths == {5.0}  # every copy's episode counted whole: columns were matched to their env ids
+    assert all(r["async/policy_lag"] >= 0 for r in rows if "async/policy_lag" in r)
+
+
+@pytest.mark.parametrize("where", ["env", "algorithm"])
+def test_a_failing_thread_stops_the_run_naming_it(tmp_path, where):
+    cfg = echo_config(tmp_path, steps=100_000)
+    cfg["train"]["max_env_restarts"] = 0  # the first env error stops the run (no recreation)
+    cfg["echo"]["env_fails_at_step" if where == "env" else "policy_fails_at_step"] = 7 if where == "env" else 3
+    engine = Engine(cfg, extra_plugins=_plugins())
+    started = time.monotonic()
+    with pytest.raises(WorkerError) as info:
+        engine.train()
+    message = str(info.value)
+    assert time.monotonic() - started < 30
+    if where == "env":
+        assert "env thread" in message and "echo" in message and "fail at step 7" in message
+    else:
+        assert "actor thread" in message and "fails at this step" in message
+    assert "\n" not in message
+    assert worker_threads() == []
+
+
+def test_start_and_stop_at_random_moments_leaves_no_thread(tmp_path):
+    cfg = echo_config(tmp_path, steps=10**9)
+    engine = Engine(cfg, extra_plugins=_plugins())
+    components = build_components(engine.config, engine.plugins, str(tmp_path / "run"), writers=False)
+    pipeline = components.pipeline
+    rng = random.Random(0)
+    try:
+        for trial in range(50):
+            pipeline.start()  # fresh queues each time; the traced graphs are reused
+            time.sleep(rng.uniform(0, 0.05))
+            for _ in range(rng.randrange(3)):
+                pipeline.iterate(None, 0)
+            assert pipeline.stop() == [], f"trial {trial}: threads still alive"
+            assert worker_threads() == []
+    finally:
+        components.close()
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"num_env_threads": 4}, "does not split evenly"),
+    ({"num_env_threads": 2, "env_batch_sizes": [2, 2]}, "summing to train.num_envs = 6"),
+    ({"num_env_threads": 2, "env_batch_sizes": [3, 3], "first_env_ids": [0, 2]}, "once each"),
+    ({"num_env_threads": 2, "num_actor_threads": 3}, "would serve no env thread"),
+    ({"num_env_threads": 3, "learner_queue_capacity": 4, "max_policy_lag": 2}, "most would be dropped"),
+])
+def test_settings_that_cannot_run_are_refused_naming_the_key(tmp_path, section, message):
+    cfg = tiny_config(str(tmp_path / "run"), num_envs=6, driver="async")
+    cfg["async"] = section
+    with pytest.raises(ConfigError, match=message) as info:
+        Engine(cfg, extra_plugins=_plugins())  # refused when built, before the run dir is written
+    assert "async." in str(info.value) or "train.num_envs" in str(info.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_async_key_is_a_config_error(tmp_path):
+    cfg = tiny_config(str(tmp_path / "run"), driver="async")
+    cfg["async"] = {"num_env_thread": 2}
+    with pytest.raises(ConfigError, match="async.num_env_thread.*num_env_threads"):
+        Engine(cfg, extra_plugins=_plugins())

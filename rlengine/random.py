@@ -1,0 +1,52 @@
+"""The run's random-number generator: every random draw of a run comes from it.
+
+TensorFlow's global random state (``tf.random.uniform``, ``tf.random.shuffle``,
+a TFP ``sample()`` without a seed) lives in op kernels and cannot be saved,
+so a resumed run would draw different numbers than the run it continues.
+Instead each run owns one ``tf.random.Generator`` (a variable, checkpointed
+with the run) and code draws through *stateless* ops seeded from it::
+
+    import rlengine
+    noise = tf.random.stateless_normal(shape, seed=rlengine.random.seed())
+    action = dist.sample(seed=rlengine.random.seed())   # TFP takes the same seeds
+
+``seed()`` works eagerly and inside ``tf.function`` (it advances the
+generator's state variable; automatic control dependencies keep the draws of
+one function in program order). The engine calls :func:`reset` when a run
+starts, before anything is built, so functions traced for the run capture
+that run's generator.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import tensorflow as tf
+
+__all__ = ["generator", "reset", "seed", "shuffle"]
+
+_generator: Optional[tf.random.Generator] = None
+
+
+def reset(run_seed: int) -> tf.random.Generator:
+    """Give the process a fresh run generator seeded with ``run_seed``; returns it."""
+    global _generator
+    with tf.init_scope():  # a variable, created outside any function being traced
+        _generator = tf.random.Generator.from_seed(int(run_seed))
+    return _generator
+
+
+def generator() -> tf.random.Generator:
+    """The current run's generator (created from seed 0 when no run set one)."""
+    return _generator if _generator is not None else reset(0)
+
+
+def seed() -> Any:
+    """A fresh stateless seed: int32 ``[2]``, for ``tf.random.stateless_*`` ops and TFP ``sample(seed=)``."""
+    return generator().uniform_full_int([2], tf.int32)
+
+
+def shuffle(values: Any) -> Any:
+    """``values`` in a random order along the first axis (a stateless ``tf.random.shuffle``)."""
+    keys = tf.random.stateless_uniform(tf.shape(values)[:1], seed=seed())
+    return tf.gather(values, tf.argsort(keys))

@@ -4,7 +4,7 @@ import pytest
 
 from rlengine import hookimpl
 from rlengine.engine import Engine
-from rlengine.testing import HookRecorder, testing_plugin, tiny_config
+from rlengine.testing import CountingEnv, HookRecorder, testing_plugin, tiny_config
 
 
 def _engine(tmp_path, recorder, extra=(), **train):
@@ -12,9 +12,18 @@ def _engine(tmp_path, recorder, extra=(), **train):
                   extra_plugins=[("testing", testing_plugin()), ("recorder", recorder), *extra])
 
 
-def test_hook_order_of_a_short_run(tmp_path):
+@pytest.mark.parametrize("algorithm, driver", [("toy", "sync"), ("toy-q", "sync"),  # on- and off-policy
+                                               ("toy", "async"), ("toy-q", "async")])  # threads and queues
+def test_hook_order_of_a_short_run(tmp_path, algorithm, driver):
     recorder = HookRecorder()
-    _engine(tmp_path, recorder, checkpoint_interval=3).train()
+    raw = tiny_config(str(tmp_path), algorithm=algorithm, checkpoint_interval=3)
+    if driver == "async":  # an iteration is one thread's unroll: 1 copy x 8 steps, as many as the sync run's
+        raw["train"].update(driver="async", num_envs=2, unroll_length=8)
+        raw["async"] = {"num_env_threads": 2, "learner_queue_capacity": 1}
+    engine = Engine(raw, extra_plugins=[("testing", testing_plugin()), ("recorder", recorder)])
+    assert recorder.calls == ["configure"]  # when the engine is built, before anything runs
+    engine.train()
+    # 4 iterations of 2 copies x 4 steps; evaluations every 2, checkpoints every 3 and at the end.
     assert recorder.calls == [
         "configure", "train_start",
         "iteration_end:1", "iteration_end:2", "evaluation_end:2",
@@ -31,21 +40,31 @@ class Boom:
             raise RuntimeError("boom")
 
 
+class TrackedCounting(CountingEnv):
+    made: list = []  # every instance (the core may wrap environments, so keep them here)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        TrackedCounting.made.append(self)
+
+
+class RegistersTracked:
+    @hookimpl
+    def rlengine_register_environments(self, register):
+        register("tracked", TrackedCounting)
+
+
 def test_train_end_runs_when_the_run_fails_and_environments_close(tmp_path):
     recorder = HookRecorder()
-    engine = _engine(tmp_path, recorder, extra=[("boom", Boom())])
-    closed = []
-
-    class Spy:
-        @hookimpl
-        def rlengine_train_start(self, run):
-            closed.append(run.components.env)
-
-    engine.plugins.manager.register(Spy(), name="spy")
-    with pytest.raises(RuntimeError, match="boom"):
+    TrackedCounting.made = []
+    engine = _engine(tmp_path, recorder, extra=[("boom", Boom()), ("tracked", RegistersTracked())], env="tracked")
+    with pytest.raises(Exception, match="boom") as raised:  # the core may wrap it to name the plugin
         engine.train()
-    assert recorder.calls[-1] == "train_end:RuntimeError"
-    assert closed[0].closed
+    # Boom (registered after the recorder) runs first at iteration 2, so the recorder never sees it;
+    # nothing after the failure is called but train_end, with the exception that ended the run.
+    assert recorder.calls == ["configure", "train_start", "iteration_end:1",
+                              f"train_end:{type(raised.value).__name__}"]
+    assert len(TrackedCounting.made) == 2 and all(env.closed for env in TrackedCounting.made)  # train and eval
 
 
 def test_target_return_stops_early(tmp_path):

@@ -15,9 +15,20 @@ def _import_tensorflow_quietly() -> None:
     any logging is set up, so no setting silences it) sent to /dev/null.
     ``RLENGINE_DEBUG=1`` keeps it."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" not in sys.modules:
+        # The async driver's env threads each step their environment inside a
+        # graph, on a thread of TensorFlow's inter-op pool; the default pool
+        # (one thread per core) would let only two of them step at a time here.
+        os.environ.setdefault("TF_NUM_INTEROP_THREADS", "16")
     if "tensorflow" in sys.modules or os.environ.get("RLENGINE_DEBUG"):
         return
     saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    # TensorFlow's Keras imports matplotlib.pyplot when it is installed (for image
+    # galleries rlengine never draws), about 0.5 s of every start-up; its import is
+    # guarded, so hide matplotlib until TensorFlow is in. `rlengine plot` imports it itself.
+    hide_matplotlib = "matplotlib" not in sys.modules
+    if hide_matplotlib:
+        sys.modules["matplotlib"] = None  # type: ignore[assignment]
     try:
         sys.stderr.flush()
         os.dup2(devnull, 2)
@@ -30,6 +41,8 @@ def _import_tensorflow_quietly() -> None:
         tf.config.list_physical_devices()
         tfp.distributions.Categorical(logits=tf.zeros([1, 2]), dtype=tf.int32).sample()
     finally:
+        if hide_matplotlib and sys.modules.get("matplotlib", 0) is None:
+            del sys.modules["matplotlib"]
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
@@ -44,8 +57,9 @@ __version__ = "0.1.0"
 #: they support; a change that breaks plugins bumps the major number.
 API_VERSION = "1.0"
 
-hookimpl = pluggy.HookimplMarker("rlengine")
+hookimpl: pluggy.HookimplMarker = pluggy.HookimplMarker("rlengine")
 
+from rlengine import random  # noqa: E402  (the run's checkpointed random generator)
 from rlengine.builtin.distributions import SquashedNormal  # noqa: E402
 from rlengine.data import Experience, LossInfo, PolicyStep, StepType, TimeStep  # noqa: E402
 from rlengine.errors import ConfigError, PluginError, RegistryError, RLEngineError, SpecMismatchError  # noqa: E402
@@ -85,5 +99,6 @@ __all__ = [
     "__version__",
     "hookimpl",
     "n_step_return",
+    "random",
     "untracked",
 ]

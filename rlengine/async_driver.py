@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from rlengine.coordinator import Coordinator
@@ -62,12 +63,16 @@ class EnvThread:
         try:
             carry, version = self.start(handles)
             while not coordinator.should_stop():
-                carry, version = self.unroll(carry, version, handles)
+                carry, version = self.unroll(carry, version, self._restarts(), handles)
                 self.env_steps += self.unroll_length * self.batch
         except tf.errors.OpError as exc:
             if self.caller.error is not None:  # the environment raised: report its error, not the graph's
                 raise self.caller.error from exc
             raise
+
+    def _restarts(self) -> Any:
+        """How often the (fault-guarded) environment has been recreated; 0 for an unguarded one."""
+        return np.int64(getattr(self.env, "restarts", 0))
 
     def _queues(self, handles: tuple) -> tuple:
         return tuple(kind.view(h) for kind, h in zip(self._kinds, handles))
@@ -91,11 +96,14 @@ class EnvThread:
         return self._act(self.caller.reset(), self.chain.initial_state(self.batch),
                          self.algorithm.initial_state(self.batch), handles)
 
-    def _unroll(self, carry: Carry, version: Any, handles: tuple) -> tuple:
+    def _unroll(self, carry: Carry, version: Any, restarts: Any, handles: tuple) -> tuple:
         """``unroll_length`` steps; puts ``[T + 1, B]`` rows on the learner queue.
 
         ``version`` is the policy version of the carried row, the oldest
         that acted in this unroll, so the learner can measure the lag.
+        ``restarts`` is the environment's restart count before the unroll:
+        if it grew, the rows straddle a crash and the unroll goes out
+        marked ``broken``.
         """
         flat_spec = tf.nest.flatten(self.specs.experience)
         arrays = [tf.TensorArray(s.dtype, size=self.unroll_length + 1, element_shape=[self.batch, *s.shape])
@@ -112,7 +120,10 @@ class EnvThread:
             lambda t, *_: t <= self.unroll_length, step, (tf.constant(1), carry, version, arrays),
             parallel_iterations=1)
         experience = tf.nest.pack_sequence_as(self.specs.experience, [a.stack() for a in arrays])
-        sent = self._queues(handles)[2].enqueue(Unroll(experience, version, tf.constant(self.index, tf.int32)))
+        with tf.control_dependencies(tf.nest.flatten(experience)):  # read it after the last step, not before
+            restarted = tf.numpy_function(self._restarts, [], tf.int64, stateful=True)
+        broken = tf.not_equal(tf.reshape(restarted, []), restarts)
+        sent = self._queues(handles)[2].enqueue(Unroll(experience, version, tf.constant(self.index, tf.int32), broken))
         with tf.control_dependencies([sent]):
             return tf.nest.map_structure(tf.identity, (carry, last_version))
 

@@ -30,6 +30,8 @@ from rlengine.learner import Learner
 from rlengine.pipelines import Iteration
 from rlengine.queues import RunQueues, Unroll
 
+WATCH_INTERVAL = 0.5  # seconds between the watchdog's looks at the in-process environments
+
 
 class AsyncPipeline:
     """Owns the queues, the threads and their coordinator for one run."""
@@ -55,7 +57,8 @@ class AsyncPipeline:
                                    self.policy_version) for a in range(num_actors)]
         self.store = tf.function(self._store, autograph=False)
         self.started_threads: set = set()  # env threads whose first row is already stored
-        self.dropped_unrolls = 0
+        self.dropped_unrolls = 0  # their environment was recreated mid-unroll
+        self.stale_unrolls = 0  # on-policy: older than max_policy_lag
         self.started = False
 
     # -- lifecycle -------------------------------------------------------------
@@ -69,6 +72,9 @@ class AsyncPipeline:
             self.coordinator.start(f"actor thread {actor.index}", self._runner(actor), actor.describe)
         for thread in self.env_threads:
             self.coordinator.start(f"env thread {thread.index}", self._runner(thread), thread.describe)
+        watched = [t for t in self.env_threads if getattr(t.env, "needs_watcher", False)]
+        if watched:
+            self.coordinator.start("env watchdog", lambda: self._watch(watched, self.coordinator))
         self.started = True
         self._last_counts = (time.perf_counter(), sum(t.env_steps for t in self.env_threads),
                              sum(a.calls for a in self.actors), sum(a.rows for a in self.actors))
@@ -76,6 +82,18 @@ class AsyncPipeline:
     def _runner(self, worker: Any) -> Any:
         coordinator, queues = self.coordinator, self.queues
         return lambda: worker.run(coordinator, queues)
+
+    @staticmethod
+    def _watch(threads: list, coordinator: Coordinator) -> None:
+        """Stop the run when an in-process environment does not answer within train.env_step_timeout.
+
+        Its env thread stays blocked in the environment's step (Python cannot
+        interrupt it) and is left behind as a daemon; worker-process
+        environments time out by themselves and are terminated.
+        """
+        while not coordinator.wait(WATCH_INTERVAL):
+            for thread in threads:
+                thread.env.check_responsive()  # raises EnvironmentTimeout naming the env
 
     def stop(self) -> list:
         """Close the queues and join every thread; the names of threads that did not stop in time."""
@@ -89,13 +107,19 @@ class AsyncPipeline:
         thread = int(unroll.thread)
         lag = int(self.policy_version.numpy() - unroll.version.numpy())
         steps = self.unroll_length * self.envs[thread].batch_size
-        if self.algorithm.off_policy:
+        broken = bool(unroll.broken)
+        if broken:
+            losses = self._drop_broken(unroll, thread)
+        elif self.algorithm.off_policy:
             losses = self._train_off_policy(unroll, thread, env_steps + steps)
         else:
             losses = self._train_on_policy(unroll, lag)
         metrics = {**self.queues.fill_levels(), **self._stage_rates(steps), "async/policy_lag": float(lag),
-                   "async/dropped_unrolls": float(self.dropped_unrolls), "async/wait_for_unroll": t1 - t0}
-        return Iteration(unroll.experience, None, losses, t1 - t0, time.perf_counter() - t1, steps, metrics)
+                   "async/stale_unrolls": float(self.stale_unrolls), "async/wait_for_unroll": t1 - t0,
+                   "train/dropped_unrolls": float(self.dropped_unrolls),
+                   "train/env_restarts": float(sum(getattr(e, "restarts", 0) for e in self.envs))}
+        return Iteration(unroll.experience, None, losses, t1 - t0, time.perf_counter() - t1, steps, metrics,
+                         dropped=broken)
 
     def _stage_rates(self, consumed: int) -> dict:
         """Throughput of each stage since the previous iteration (counters read without locks)."""
@@ -113,7 +137,7 @@ class AsyncPipeline:
     def _next_unroll(self) -> Unroll:
         self.coordinator.check()
         try:
-            return self.queues.learner.dequeue((self._unroll_outer, [], []))
+            return self.queues.learner.dequeue((self._unroll_outer, [], [], []))
         except QUEUE_CLOSED:
             self.coordinator.check()  # a worker failed and closed the queues: its error, not ours
             raise WorkerError("the learner queue was closed while training: the run was stopped") from None
@@ -122,9 +146,18 @@ class AsyncPipeline:
     def _unroll_outer(self) -> list:
         return [self.unroll_length + 1, None]
 
+    def _drop_broken(self, unroll: Unroll, thread: int) -> dict:
+        """Its environment was recreated mid-unroll: train nothing on it, and cut the thread's stored
+        episodes so that no replayed transition joins rows from before the crash to rows after it."""
+        self.dropped_unrolls += 1
+        if self.buffer is not None and thread in self.started_threads:
+            self.buffer.mark_newest_rows_last(unroll.experience.env_id[0])
+            self.started_threads.discard(thread)  # its next unroll is stored whole, from its first row
+        return {}
+
     def _train_on_policy(self, unroll: Unroll, lag: int) -> dict:
         if lag > self.max_policy_lag:  # collected by too old a policy: an on-policy update would be biased
-            self.dropped_unrolls += 1
+            self.stale_unrolls += 1
             return {}
         losses = self.learner.train(unroll.experience)
         self.policy_version.assign_add(1)

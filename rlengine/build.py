@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import attrs
 
-from rlengine.config import RunConfig
+from rlengine.async_pipeline import AsyncPipeline, thread_layout
+from rlengine.config import AsyncConfig, RunConfig
 from rlengine.distributions import Converters
 from rlengine.driver import SyncDriver
 from rlengine.errors import ConfigError
 from rlengine.evaluator import Evaluator
+from rlengine.faults import GuardedEnvironment
 from rlengine.interfaces import Algorithm, Environment
 from rlengine.learner import Learner
 from rlengine.pipelines import OffPolicyPipeline, OnPolicyPipeline, ReplayAllPipeline
@@ -26,13 +28,13 @@ MAX_EVAL_COPIES = 32
 class Components:
     """Everything a run steps, trains and writes with."""
 
-    env: Environment
+    env: Environment  # the first (for the sync driver, the only) training environment
     eval_env: Environment
     chain: TransformerChain
     algorithm: Algorithm
     converters: Converters
     specs: RunSpecs
-    driver: SyncDriver
+    driver: Optional[SyncDriver]  # None for the async driver
     learner: Learner
     evaluator: Evaluator
     writers: list
@@ -46,7 +48,11 @@ class Components:
     def close(self) -> None:
         """Close writers and environments; every one is tried even if one fails."""
         errors = []
-        for closable in [*self.writers, self.env, self.eval_env]:
+        stop = getattr(self.pipeline, "stop", None)  # threads first: they may be stepping the envs
+        if stop is not None:
+            stop()
+        envs = getattr(self.pipeline, "envs", [self.env])
+        for closable in [*self.writers, *envs, self.eval_env]:
             try:
                 closable.close()
             except Exception as exc:  # keep closing the rest
@@ -55,17 +61,47 @@ class Components:
             raise errors[0]
 
 
-def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type]:
+def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type[Environment]]:
     """(section name, class) of the run's environment: by name, else the provider."""
     envs = plugins.registries.environments
     name = config.train.env if config.train.env in envs else config.train.env_provider
     return name, envs.get(name).obj
 
 
-def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: int) -> Environment:
+def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: int,
+                     first_env_id: int = 0, evaluation: bool = False) -> Environment:
+    """The plugin's environment inside a :class:`GuardedEnvironment` (restarts, timeout, finite check).
+
+    Evaluation environments are never restarted: the evaluator's episode
+    accounting does not survive a restart mid-evaluation.
+    """
     name, cls = environment_class(config, plugins)
-    return cls(env_id=config.train.env, num_envs=num_envs, seed=seed, first_env_id=0,
-               config=config.section(name, cls.config_class))
+    cfg, section = config.train, config.section(name, cls.config_class)
+
+    def factory(env_seed: int) -> Environment:
+        return cls(env_id=cfg.env, num_envs=num_envs, seed=env_seed, first_env_id=first_env_id, config=section)
+
+    label = f"{'evaluation ' if evaluation else ''}environment {cfg.env!r}"
+    return GuardedEnvironment(factory, label, seed, max_restarts=0 if evaluation else cfg.max_env_restarts,
+                              step_timeout=cfg.env_step_timeout, check_finite=cfg.check_observations,
+                              restarts_key=None if evaluation else "train.max_env_restarts")
+
+
+def make_training_environments(config: RunConfig, plugins: Plugins, algorithm_cls: type[Algorithm]) -> list:
+    """One batched environment for the sync driver; one per env thread for the async one."""
+    cfg = config.train
+    if cfg.driver == "sync":
+        return [make_environment(config, plugins, cfg.num_envs, cfg.seed)]
+    layout = thread_layout(cfg, config.section("async", AsyncConfig), not algorithm_cls.off_policy)
+    envs: list = []
+    try:
+        for batch, first in layout:
+            envs.append(make_environment(config, plugins, batch, cfg.seed, first))
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+    return envs
 
 
 def check_names(config: RunConfig, plugins: Plugins) -> None:
@@ -77,6 +113,8 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
         reg.transformers.get(name)
     for name in cfg.writers:
         reg.writers.get(name)
+    if cfg.driver == "async":  # settings that cannot run are refused before anything is written
+        thread_layout(cfg, config.section("async", AsyncConfig), not reg.algorithms.get(cfg.algorithm).obj.off_policy)
 
 
 def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True) -> Components:
@@ -84,12 +122,13 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
     transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]
     writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers] if writers else []
-    env = make_environment(config, plugins, cfg.num_envs, cfg.seed)
+    envs = make_training_environments(config, plugins, algorithm_cls)
+    env = envs[0]
     env_name = environment_class(config, plugins)[0]
     eval_env = None
     try:
         eval_copies = min(cfg.num_eval_episodes, MAX_EVAL_COPIES)
-        eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET)
+        eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
         raw_spec = env.time_step_spec()
         chain = TransformerChain(_transformers(config, transformer_classes, raw_spec.observation))
         time_step_spec = raw_spec._replace(
@@ -97,20 +136,25 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         algorithm = algorithm_cls(time_step_spec, env.action_spec(), config.section(cfg.algorithm, algorithm_cls.config_class))
         converters = Converters(reg.distributions)
         check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, env.reset())
-        names = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
+        names: dict = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
         specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
         algorithm.build()
-        driver = SyncDriver(env, chain, algorithm, specs, converters, cfg.unroll_length)
-        pipeline, learner, buffer = make_pipeline(config, algorithm, specs, converters, driver)
+        if cfg.driver == "async":  # its env threads do the collecting: no sync driver
+            driver = None
+            pipeline, learner, buffer = make_async_pipeline(config, envs, chain, algorithm, specs, converters)
+        else:
+            driver = SyncDriver(env, chain, algorithm, specs, converters, cfg.unroll_length)
+            pipeline, learner, buffer = make_pipeline(config, algorithm, specs, converters, driver)
         evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
-        writers = [cls(root_dir, config.section(n, cls.config_class), total_env_steps=cfg.num_env_steps)
-                   for n, cls in writer_classes]
+        writer_objects = [cls(root_dir, config.section(n, cls.config_class), total_env_steps=cfg.num_env_steps)
+                          for n, cls in writer_classes]
     except BaseException:
-        env.close()
+        for e in envs:
+            e.close()
         if eval_env is not None:
             eval_env.close()
         raise
-    return Components(env, eval_env, chain, algorithm, converters, specs, driver, learner, evaluator, writers,
+    return Components(env, eval_env, chain, algorithm, converters, specs, driver, learner, evaluator, writer_objects,
                       pipeline, buffer)
 
 
@@ -130,6 +174,16 @@ def make_pipeline(config: RunConfig, algorithm: Algorithm, specs: RunSpecs, conv
                               sequence_length=1)
         return ReplayAllPipeline(driver, learner, buffer), learner, buffer
     return OnPolicyPipeline(driver, learner), learner, None
+
+
+def make_async_pipeline(config: RunConfig, envs: list, chain: TransformerChain, algorithm: Algorithm,
+                        specs: RunSpecs, converters: Converters) -> tuple:
+    """The asynchronous pipeline with its learner and, for off-policy algorithms, its replay buffer."""
+    buffer = make_replay_buffer(config, algorithm, specs) if algorithm.off_policy else None
+    learner = Learner(algorithm, specs, converters, buffer)
+    pipeline = AsyncPipeline(envs, chain, algorithm, specs, converters, learner, buffer, config.train,
+                             config.section("async", AsyncConfig))
+    return pipeline, learner, buffer
 
 
 def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs) -> Any:

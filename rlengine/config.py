@@ -37,18 +37,48 @@ class TrainConfig:
     num_envs: int = attrs.field(default=8, validator=_positive)  # copies stepped as one batch
     num_env_steps: int = attrs.field(default=200_000, validator=_positive)  # budget (all copies)
     unroll_length: int = attrs.field(default=32, validator=_positive)  # steps per copy per iteration
+    #: seeds Python, NumPy, TensorFlow and the run's generator; training env copy i gets seed + i
     seed: int = attrs.field(default=0, validator=_non_negative)
     transformers: list = attrs.field(factory=list)  # observation transformers, applied in order
-    writers: list = attrs.field(factory=lambda: ["console", "tensorboard", "jsonl"])
+    writers: list = attrs.field(factory=lambda: ["console", "tensorboard", "jsonl"])  # summary writers, by name
     summary_interval: int = attrs.field(default=1, validator=_positive)  # iterations between summaries
     eval_interval: int = attrs.field(default=10, validator=_non_negative)  # iterations; 0: never
+    #: greedy episodes per evaluation, spread over up to 32 env copies seeded apart from the training ones
     num_eval_episodes: int = attrs.field(default=10, validator=_positive)
     target_return: Optional[float] = None  # stop once evaluation reaches it
     checkpoint_interval: int = attrs.field(default=0, validator=_non_negative)  # iterations; 0: at end only
-    keep_checkpoints: int = attrs.field(default=3, validator=_positive)
+    keep_checkpoints: int = attrs.field(default=3, validator=_positive)  # newest complete checkpoints kept on disk
+    checkpoint_replay: bool = True  # checkpoints hold the replay buffer, so a resumed run keeps its experience
+    deterministic: bool = False  # op determinism: resumed runs end with the same weights as uninterrupted ones
     root_dir: str = ""  # empty: runs/<algorithm>-<env>-<time>
     eager: bool = False  # run every tf.function eagerly (debugging)
     replay_on_policy: bool = False  # on-policy algorithms: route each unroll through a replay buffer
+    driver: str = attrs.field(default="sync", validator=attrs.validators.in_(("sync", "async")))  # "async": see [async]
+    # NaN guard: stop the run after this many updates in a row skipped for a non-finite loss or gradient
+    max_nonfinite_updates: int = attrs.field(default=100, validator=_positive)
+    # Environment faults: a training env whose step or reset raises is recreated (new seed, same env ids)
+    # at most this many times per run, its partial unroll dropped; 0: the first error stops the run
+    max_env_restarts: int = attrs.field(default=10, validator=_non_negative)
+    # seconds an env step or reset may take before the run stops naming the env (no restart); 0: no limit
+    env_step_timeout: float = attrs.field(default=60.0, validator=attrs.validators.ge(0.0))
+    check_observations: bool = True  # stop, naming the env and copy, on a NaN or infinite observation or reward
+
+
+@attrs.define(kw_only=True)
+class AsyncConfig:
+    """The asynchronous pipeline's settings (TOML section ``[async]``; used when train.driver = "async")."""
+
+    num_env_threads: int = attrs.field(default=4, validator=_positive)  # threads, each stepping one batched env
+    num_actor_threads: int = attrs.field(default=1, validator=_positive)  # env thread i asks actor i % this
+    env_batch_sizes: list = attrs.field(factory=list)  # copies per env thread; empty: train.num_envs split evenly
+    first_env_ids: list = attrs.field(factory=list)  # env id of each thread's first copy; empty: consecutive
+    actor_queue_capacity: int = attrs.field(default=0, validator=_non_negative)  # requests; 0: env threads served
+    learner_queue_capacity: int = attrs.field(default=2, validator=_positive)  # unrolls waiting for the learner
+    max_policy_lag: int = attrs.field(default=8, validator=_non_negative)  # on-policy: older unrolls are dropped
+
+
+#: Sections the engine itself owns (every other section belongs to a plugin).
+CORE_SECTIONS = {"train": TrainConfig, "async": AsyncConfig}
 
 
 @attrs.define
@@ -107,6 +137,7 @@ def parse_value(text: str) -> Any:
 
 def build_config(raw: Mapping[str, Any], config_classes: Mapping[str, type]) -> RunConfig:
     """Validate a raw TOML dict against the engine's and the plugins' classes."""
+    config_classes = {**config_classes, **{k: v for k, v in CORE_SECTIONS.items() if k != "train"}}
     unknown = [name for name in raw if name != "train" and name not in config_classes]
     if unknown:
         raise ConfigError(
@@ -158,7 +189,7 @@ def _allowed_types(hint: Any) -> Optional[tuple]:
         parts = [_allowed_types(a) for a in typing.get_args(hint)]
         if any(p is None for p in parts):
             return None
-        return tuple(t for p in parts for t in p)
+        return tuple(t for p in parts if p is not None for t in p)
     if hint is type(None):
         return (type(None),)
     if hint is float:

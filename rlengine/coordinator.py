@@ -68,6 +68,10 @@ class Coordinator:
     def should_stop(self) -> bool:
         return self._stop.is_set()
 
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking when a stop is requested; returns whether it was."""
+        return self._stop.wait(seconds)
+
     @property
     def error(self) -> Optional[WorkerError]:
         return self._error

@@ -65,7 +65,7 @@ class Converters:
             self._by_class[entry.obj] = item
             self._by_name[entry.name] = item
 
-    def _lookup(self, dist: tfd.Distribution) -> tuple[str, Callable, Callable]:
+    def _lookup(self, dist: tfp.distributions.Distribution) -> tuple[str, Callable, Callable]:
         try:
             return self._by_class[type(dist)]
         except KeyError:

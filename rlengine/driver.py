@@ -13,11 +13,12 @@ never lost and the last row serves as the bootstrap for returns.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 
+from rlengine import random as run_random
 from rlengine.data import Experience, Nest, PolicyStep, StepType, TimeStep
 from rlengine.distributions import Converters
 from rlengine.errors import SpecMismatchError
@@ -57,9 +58,10 @@ def uniform_action(spec: Nest, batch: int) -> Nest:
         low = tf.broadcast_to(tf.cast(s.minimum, s.dtype), s.shape)
         high = tf.broadcast_to(tf.cast(s.maximum, s.dtype), s.shape)
         if s.dtype.is_integer:
-            offset = tf.random.uniform(shape, 0, tf.int32.max, tf.int32) % tf.cast(high - low + 1, tf.int32)
+            offset = tf.random.stateless_uniform(shape, run_random.seed(), 0, tf.int32.max, tf.int32)
+            offset = offset % tf.cast(high - low + 1, tf.int32)
             return low + tf.cast(offset, s.dtype)
-        return tf.random.uniform(shape, dtype=s.dtype) * (high - low) + low
+        return tf.random.stateless_uniform(shape, run_random.seed(), dtype=s.dtype) * (high - low) + low
 
     return tf.nest.map_structure(sample, spec)
 
@@ -75,6 +77,32 @@ def clip_to_spec(action: Nest, spec: Nest) -> Nest:
     return tf.nest.map_structure(clip, action, spec)
 
 
+def observe(chain: TransformerChain, algorithm: Algorithm, raw: TimeStep, transformer_state: tuple,
+            policy_state: Nest, batch: Any) -> tuple[TimeStep, tuple, Nest]:
+    """The env-side half of a step: transform the raw step, reset the policy state at FIRST.
+
+    Returns ``(time_step, transformer_state, state)``; transformer statistics
+    update here, on collected data only.
+    """
+    time_step, transformer_state = chain.transform(raw, transformer_state, update=True)
+    state = reset_where_first(time_step.step_type, policy_state, algorithm.initial_state(batch))
+    return time_step, transformer_state, state
+
+
+def act(algorithm: Algorithm, converters: Converters, specs: RunSpecs, random_actions: Any,
+        time_step: TimeStep, state: Nest, batch: Any) -> tuple:
+    """The policy half of a step: ``(action, next_state, info as parameters)``.
+
+    While ``random_actions`` is true (off-policy initial collection) the
+    action is uniformly random; the rollout still runs, so the info keeps its spec.
+    """
+    step: PolicyStep = algorithm.rollout(time_step, state)
+    action = step.action
+    if algorithm.off_policy and algorithm.initial_collect_steps:  # only they collect at random
+        action = tf.cond(random_actions, lambda: uniform_action(specs.action, batch), lambda: action)
+    return action, step.state, converters.to_params(step.info)
+
+
 class EnvCaller:
     """Calls a Python environment from inside a graph."""
 
@@ -84,10 +112,20 @@ class EnvCaller:
         self.flat_spec = tf.nest.flatten(raw_spec)
         self.batch = env.batch_size
         self.action_spec = env.action_spec()
+        #: The environment's own exception, if one escaped step() or reset(): the graph
+        #: reports it only as a generic op error, without its type.
+        self.error: BaseException | None = None
 
     def _py_step(self, *flat_action: np.ndarray) -> list:
         action = tf.nest.pack_sequence_as(self.action_spec, list(flat_action))
-        return tf.nest.flatten(self.env.step(action))
+        return self._call(self.env.step, action)
+
+    def _call(self, method: Any, *args: Any) -> list:
+        try:
+            return tf.nest.flatten(method(*args))
+        except BaseException as exc:
+            self.error = exc
+            raise
 
     def step(self, action: Nest) -> TimeStep:
         flat = tf.numpy_function(self._py_step, tf.nest.flatten(action),
@@ -95,7 +133,7 @@ class EnvCaller:
         return self._pack(flat)
 
     def reset(self) -> TimeStep:
-        flat = tf.numpy_function(lambda: tf.nest.flatten(self.env.reset()), [],
+        flat = tf.numpy_function(lambda: self._call(self.env.reset), [],
                                  [s.dtype for s in self.flat_spec], stateful=True)
         return self._pack(flat)
 
@@ -125,16 +163,12 @@ class SyncDriver:
         self.start = tf.function(self._start, autograph=False)
 
     def _act(self, raw: TimeStep, transformer_state: tuple, policy_state: Nest) -> tuple:
-        time_step, transformer_state = self.chain.transform(raw, transformer_state, update=True)
-        state = reset_where_first(time_step.step_type, policy_state, self.algorithm.initial_state(self.batch))
-        step: PolicyStep = self.algorithm.rollout(time_step, state)
-        action = step.action
-        if self.algorithm.off_policy and self.algorithm.initial_collect_steps:  # only they collect at random
-            action = tf.cond(self.random_actions, lambda: uniform_action(self.specs.action, self.batch),
-                             lambda: action)
-        info = self.converters.to_params(step.info)
+        time_step, transformer_state, state = observe(self.chain, self.algorithm, raw, transformer_state,
+                                                      policy_state, self.batch)
+        action, next_state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
+                                       time_step, state, self.batch)
         exp = Experience(*time_step, action, info, state)
-        return exp, transformer_state, step.state
+        return exp, transformer_state, next_state
 
     def _start(self) -> Carry:
         """Reset the environment and act on the first steps."""
@@ -169,16 +203,21 @@ class EpisodeStats:
         self.finished_returns: list[float] = []
         self.finished_lengths: list[int] = []
 
-    def add(self, step_type: np.ndarray, reward: np.ndarray) -> None:
-        """Feed ``[T, B]`` new rows (not the overlapping first row of an unroll)."""
+    def add(self, step_type: np.ndarray, reward: np.ndarray, env_ids: Optional[np.ndarray] = None) -> None:
+        """Feed ``[T, B]`` new rows (not the overlapping first row of an unroll).
+
+        ``env_ids`` (``[B]``) says which copies the columns are, for unrolls
+        of one env thread among several; by default the columns are copies ``0..B-1``.
+        """
+        ids = np.arange(step_type.shape[1]) if env_ids is None else np.asarray(env_ids)
         for st, r in zip(step_type, reward):
-            first = st == StepType.FIRST
+            first, last = ids[st == StepType.FIRST], ids[st == StepType.LAST]
             self.returns[first] = 0.0
             self.lengths[first] = 0
-            self.returns[~first] += r[~first]
-            self.lengths[~first] += 1
-            last = st == StepType.LAST
-            if last.any():
+            going = ids[st != StepType.FIRST]
+            self.returns[going] += r[st != StepType.FIRST]
+            self.lengths[going] += 1
+            if len(last):
                 self.finished_returns.extend(self.returns[last].tolist())
                 self.finished_lengths.extend(self.lengths[last].tolist())
 

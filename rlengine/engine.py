@@ -10,20 +10,24 @@ Example (a notebook needs nothing else)::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import attrs
 import numpy as np
 import tensorflow as tf
 import tomli_w
 
-from rlengine.build import build_components, check_names, config_classes
+from rlengine import random as run_random
+from rlengine.build import Components, build_components, check_names, config_classes
+from rlengine.checkpoints import check_resumable, newest_checkpoint
 from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_config, read_toml
 from rlengine.errors import RLEngineError
 from rlengine.plugins import Plugins, build_plugins
+from rlengine.signals import stop_on_signals
 from rlengine.trainer import Run, Trainer, TrainResult
 
 
@@ -35,12 +39,17 @@ class Engine:
     (PPO tuned for CartPole-v1) unless the overrides choose another
     ``train.algorithm`` or ``train.env``, in which case every setting starts
     from its default. ``overrides`` are ``section.key=value`` strings.
+
+    Training into a root dir that holds checkpoints resumes from the newest
+    complete one (docs/resume.md); a root dir whose ``config.toml`` differs
+    from this config is refused unless ``force=True``.
     """
 
     def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
                  *, disabled_plugins: Iterable[str] = (), extra_plugins: Iterable[tuple[str, Any]] = (),
-                 plugins: Optional[Plugins] = None):
+                 plugins: Optional[Plugins] = None, force: bool = False):
         overrides = list(overrides)
+        self.force = force  # resume a root dir even if its config.toml differs (``rlengine train --force``)
         if config is None and not _chooses_algorithm_or_env(overrides):
             raw = read_toml(DEFAULT_CONFIG)  # the demo: PPO tuned for CartPole-v1
         elif config is None:
@@ -61,11 +70,22 @@ class Engine:
         return cls(path, overrides, **kwargs)
 
     def train(self) -> TrainResult:
-        """Train until the step budget or the target return; returns the result."""
+        """Train until the step budget or the target return; returns the result.
+
+        SIGINT or SIGTERM (main thread only) ends it after the current
+        iteration with a checkpoint and :class:`TrainingInterrupted`; a second
+        SIGINT aborts at once. The previous handlers are restored afterwards.
+        """
+        with stop_on_signals():
+            return self._train()
+
+    def _train(self) -> TrainResult:
         start = time.perf_counter()
         cfg = self.config.train
         root_dir = self._prepare_root_dir()
         seed_everything(cfg.seed)
+        if cfg.deterministic:  # process-wide and cannot be undone; resume is exact with it (docs/resume.md)
+            tf.config.experimental.enable_op_determinism()
         tf.config.run_functions_eagerly(cfg.eager)
         components = build_components(self.config, self.plugins, root_dir)
         run = Run(self.config, root_dir, self.plugins, components)
@@ -95,23 +115,38 @@ class Engine:
         cfg = self.config.train
         if num_episodes is not None:
             self.config = attrs.evolve(self.config, train=attrs.evolve(cfg, num_eval_episodes=num_episodes))
+        with self.restored() as components:
+            return components.evaluator.run()
+
+    @contextlib.contextmanager
+    def restored(self) -> Iterator[Components]:
+        """The run's components (no writers) with the newest checkpoint of ``train.root_dir`` restored.
+
+        Shared by :meth:`evaluate` and ``rlengine play`` / ``export``; the
+        environments are closed on exit.
+        """
+        cfg = self.config.train
         checkpoint_dir = os.path.join(cfg.root_dir, "checkpoints")
-        latest = tf.train.latest_checkpoint(checkpoint_dir) if cfg.root_dir else None
+        latest = newest_checkpoint(cfg.root_dir) if cfg.root_dir else None
         if latest is None:
-            raise RLEngineError(f"no checkpoint in {checkpoint_dir!r}: train first, or set train.root_dir "
-                                "to a run directory")
+            if not cfg.root_dir:
+                raise RLEngineError("no run directory to restore from: set train.root_dir to one that "
+                                    "'rlengine train' wrote")
+            raise RLEngineError(f"no checkpoint in {checkpoint_dir!r} yet: train first (rlengine train "
+                                f"--root-dir {cfg.root_dir}), or wait for the run's first checkpoint")
         seed_everything(cfg.seed)
         components = build_components(self.config, self.plugins, cfg.root_dir, writers=False)
         try:
             tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain) \
                 .restore(latest).expect_partial()
-            return components.evaluator.run()
+            yield components
         finally:
             components.close()
 
     def _prepare_root_dir(self) -> str:
         cfg = self.config.train
         root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
+        check_resumable(root_dir, self.config.to_dict(), self.force)  # before config.toml is replaced
         os.makedirs(root_dir, exist_ok=True)
         write_atomically(os.path.join(root_dir, "config.toml"), tomli_w.dumps(self.config.to_dict()))
         return root_dir
@@ -140,3 +175,4 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     tf.random.set_seed(seed)
+    run_random.reset(seed)

@@ -31,9 +31,11 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
+from rlengine import random as run_random
 from rlengine.data import Experience, LossInfo, Nest
 from rlengine.distributions import Converters, params_spec
 from rlengine.driver import reset_where_first
+from rlengine.errors import NonFiniteError
 from rlengine.interfaces import Algorithm
 from rlengine.specs import RunSpecs
 
@@ -41,6 +43,21 @@ from rlengine.specs import RunSpecs
 def all_finite(tensors: list) -> Any:
     checks = [tf.reduce_all(tf.math.is_finite(t)) for t in tensors if t is not None]
     return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
+
+
+def first_nonfinite_name(loss_info: LossInfo, grads_and_vars: list) -> Any:
+    """A string tensor naming the first non-finite loss term, else the total, else a gradient.
+
+    The extra terms come first since the total is usually their sum: the
+    term names the culprit more precisely.
+    """
+    named = [(f"loss term {k!r}", v) for k, v in sorted(loss_info.extra.items())]
+    named.append(("the total loss", loss_info.loss))
+    named += [(f"the gradient of {v.name!r}", g) for g, v in grads_and_vars if g is not None]
+    named = [(n, t) for n, t in named if tf.as_dtype(t.dtype).is_floating]
+    bad = tf.stack([tf.logical_not(tf.reduce_all(tf.math.is_finite(t))) for _, t in named])
+    names = tf.constant([n for n, _ in named] + ["an unknown value"])
+    return tf.gather(names, tf.where(tf.reduce_any(bad), tf.argmax(tf.cast(bad, tf.int32)), len(named)))
 
 
 def swap_leading(t: Any) -> Any:
@@ -57,6 +74,9 @@ class Learner:
         self.converters = converters
         self.buffer = buffer
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
+        # the NaN guard: updates skipped in a row, and what was not finite in the newest one
+        self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
+        self.nonfinite_culprit = tf.Variable("", dtype=tf.string, trainable=False, name="nonfinite_culprit")
         # autograph=False: explicit loops; see SyncDriver.
         self.train = tf.function(self._train, autograph=False)
         self.train_from_replay = tf.function(self._train_from_replay, autograph=False)
@@ -83,7 +103,7 @@ class Learner:
             return i + 1, order, _add(totals, loss)
 
         def epoch(e, totals):
-            order = tf.random.shuffle(tf.range(num_rows))
+            order = run_random.shuffle(tf.range(num_rows))
             _, _, totals = tf.while_loop(lambda i, *_: i < num_minibatches, minibatch,
                                          (tf.constant(0), order, totals), parallel_iterations=1)
             return e + 1, totals
@@ -131,10 +151,27 @@ class Learner:
         def apply():
             self.algorithm.apply_gradients(grads_and_vars)
             self.algorithm.after_update()
+            self.nonfinite_streak.assign(0)
             return tf.constant(0, tf.int64)
 
-        self.skipped_updates.assign_add(tf.cond(ok, apply, lambda: tf.constant(1, tf.int64)))
+        def skip():
+            self.nonfinite_streak.assign_add(1)
+            self.nonfinite_culprit.assign(first_nonfinite_name(loss_info, grads_and_vars))
+            return tf.constant(1, tf.int64)
+
+        self.skipped_updates.assign_add(tf.cond(ok, apply, skip))
         return loss_info
+
+    def check_nonfinite_streak(self, limit: int) -> None:
+        """Stop the run once ``limit`` updates in a row were skipped as not finite."""
+        streak = int(self.nonfinite_streak.numpy())
+        if streak < limit:
+            return
+        culprit = self.nonfinite_culprit.numpy().decode()
+        raise NonFiniteError(
+            f"{streak} updates in a row skipped because {culprit} was not finite (train.max_nonfinite_updates "
+            f"= {limit}); try a lower learning rate, normalising observations (train.transformers = "
+            f'["normalize"]), or checking the rewards for NaN or huge values')
 
     def _info_fn(self, params: Nest, spec: Nest, recurrent: bool) -> Callable[[], Nest]:
         if recurrent:

@@ -16,36 +16,41 @@ Iteration``; the trainer loop does not care which one it drives.
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import tensorflow as tf
 
 from rlengine.driver import Carry, SyncDriver
+from rlengine.faults import FaultWatch
 from rlengine.interfaces import Algorithm
 from rlengine.learner import Learner
 
 
 class Iteration(NamedTuple):
     experience: Any  # the unroll's rows [T + 1, B]; row 0 repeats the previous unroll's last row
-    carry: Carry
+    carry: Optional[Carry]  # None from the async pipeline, which carries nothing between iterations
     losses: dict  # averaged loss scalars (empty while nothing is trained)
     collect_seconds: float
     update_seconds: float
+    env_steps: int = 0  # env steps this iteration collected (0: unroll_length x num_envs)
+    metrics: dict = {}  # pipeline-specific summaries (e.g. async/policy_lag); never mutated
+    dropped: bool = False  # the env restarted during the unroll: it was neither stored nor trained
 
 
 class OnPolicyPipeline:
     def __init__(self, driver: SyncDriver, learner: Learner):
         self.driver, self.learner = driver, learner
+        self.faults = FaultWatch(driver.env.env)  # env timeout, restarts, dropped unrolls
 
     def start(self) -> Carry:
-        return self.driver.start()
+        return self.faults.call(self.driver.start)
 
     def iterate(self, carry: Carry, env_steps: int) -> Iteration:
         t0 = time.perf_counter()
-        experience, carry = self.driver.run(carry)
+        (experience, carry), dropped = self.faults.run(self.driver.run, carry)
         t1 = time.perf_counter()
-        losses = self.learner.train(experience)
-        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1)
+        losses = {} if dropped else self.learner.train(experience)  # the carry goes on from the fresh env
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1, dropped=dropped)
 
 
 class ReplayAllPipeline(OnPolicyPipeline):
@@ -66,35 +71,39 @@ class ReplayAllPipeline(OnPolicyPipeline):
 
     def iterate(self, carry: Carry, env_steps: int) -> Iteration:
         t0 = time.perf_counter()
-        experience, replayed, carry = self.collect(carry)
+        (experience, replayed, carry), dropped = self.faults.run(self.collect, carry)
         t1 = time.perf_counter()
-        losses = self.learner.train(replayed)
-        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1)
+        losses = {} if dropped else self.learner.train(replayed)  # the buffer is already cleared
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1, dropped=dropped)
 
 
 class OffPolicyPipeline:
     def __init__(self, driver: SyncDriver, learner: Learner, buffer: Any, algorithm: Algorithm):
         self.driver, self.learner, self.buffer, self.algorithm = driver, learner, buffer, algorithm
-        self.collect = tf.function(self._collect, autograph=False)
+        self.store = tf.function(self._store, autograph=False)
+        self.faults = FaultWatch(driver.env.env)  # env timeout, restarts, dropped unrolls
         steps = driver.unroll_length * driver.batch
         self.num_updates = tf.constant(algorithm.num_updates_per_iteration or steps)  # 0: one per env step
 
     def start(self) -> Carry:
-        carry = self.driver.start()
+        carry = self.faults.call(self.driver.start)
         self.buffer.add(carry.experience)  # the first row; later unrolls store rows 1..T
         return carry
 
-    def _collect(self, carry: Carry) -> tuple:
-        experience, carry = self.driver._run(carry)
+    def _store(self, experience: Any) -> None:
         # rows 1..T in time order, flattened: one add (one sum-tree update) per unroll
         self.buffer.add(tf.nest.map_structure(lambda x: tf.reshape(x[1:], [-1, *x.shape[2:]]), experience))
-        return experience, carry
 
     def iterate(self, carry: Carry, env_steps: int) -> Iteration:
         warming_up = env_steps < self.algorithm.initial_collect_steps
         self.driver.random_actions.assign(warming_up)
         t0 = time.perf_counter()
-        experience, carry = self.collect(carry)
+        (experience, carry), dropped = self.faults.run(self.driver.run, carry)
+        if dropped:  # cut the stored episodes where the crash began; restart from FIRST rows
+            self.buffer.mark_newest_rows_last()
+            carry = self.start()
+        else:
+            self.store(experience)
         t1 = time.perf_counter()
-        losses = {} if warming_up else self.learner.train_from_replay(self.num_updates)
-        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1)
+        losses = {} if warming_up or dropped else self.learner.train_from_replay(self.num_updates)
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1, dropped=dropped)

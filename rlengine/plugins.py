@@ -20,6 +20,7 @@ import pluggy
 
 from rlengine import hookspecs
 from rlengine.errors import PluginError
+from rlengine.hookcalls import GuardedCaller, GuardedHooks
 from rlengine.registry import KINDS, Registries
 
 ENTRY_POINT_GROUP = "rlengine"
@@ -62,7 +63,8 @@ class Plugins:
 
     @property
     def hook(self) -> Any:
-        return self.manager.hook
+        """``manager.hook``, but an implementation that raises becomes a PluginError naming it."""
+        return GuardedHooks(self)
 
     def raise_failures(self) -> None:
         """Refuse to run with a plugin missing: raise the first failure."""
@@ -79,7 +81,8 @@ class Plugins:
         caller = getattr(self.manager.hook, hook_name)
         for impl in reversed(caller.get_hookimpls()):
             others = [p for p in self.manager.get_plugins() if p is not impl.plugin]
-            results = self.manager.subset_hook_caller(hook_name, remove_plugins=others)(**{argument: value})
+            subset = self.manager.subset_hook_caller(hook_name, remove_plugins=others)
+            results = GuardedCaller(self, subset)(**{argument: value})
             if results and results[0] is not None:
                 value = results[0]
         return value
@@ -199,6 +202,8 @@ def _register(pm, name, plugin, info, infos, failures) -> None:
     try:
         pm.register(plugin, name=name)
     except Exception as exc:  # pluggy validates hook names and arguments here
+        if pm.get_plugin(name) is not None:  # pluggy >= 1.6 keeps it registered when validation fails
+            pm.unregister(name=name)
         failures.append(_failure(name, info.distribution, info.version, "has an invalid hook", exc))
         return
     infos.append(info)

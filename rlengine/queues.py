@@ -51,6 +51,7 @@ class Unroll(NamedTuple):
     experience: Nest  # Experience [T + 1, B_i, ...]; row 0 repeats the previous unroll's last row
     version: Any  # int64 scalar: the oldest policy version that acted in it
     thread: Any  # int32 scalar
+    broken: Any  # bool scalar: the environment was recreated during it (drop it, cut the stored episodes)
 
 
 class NestQueue:
@@ -118,7 +119,7 @@ class RunQueues:
         version = tf.TensorSpec([], tf.int64)
         self.request_structure = Request(specs.time_step, specs.state, scalar_int)
         self.answer_structure = Answer(specs.action, specs.state, params_spec(specs.rollout_info), version)
-        unroll = Unroll(specs.experience, version, scalar_int)
+        unroll = Unroll(specs.experience, version, scalar_int, tf.TensorSpec([], tf.bool))
         # Shapes left unset where batch sizes differ between env threads.
         self.actors = [NestQueue(self.request_structure, actor_capacity, f"actor_queue_{a}")
                        for a in range(num_actors)]

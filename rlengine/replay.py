@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from rlengine.data import Nest
+from rlengine import random as run_random
+from rlengine.data import Nest, StepType
 from rlengine.specs import check_nest
 from rlengine.sumtree import SumTree
 
@@ -208,6 +209,26 @@ class ReplayBuffer(tf.Module):
         self._tree.set(ids, tf.where(valid, stored, 0.0))
         self._max_priority.assign(tf.maximum(self._max_priority, tf.reduce_max(stored)))
 
+    def mark_newest_rows_last(self, env_ids: Any = None) -> None:
+        """Turn each copy's newest row (or only those of ``env_ids``) into a LAST step: its episode is cut there.
+
+        For a resumed run that could not restore its environments: they start
+        new episodes, and without the mark the newest stored row and the next
+        FIRST row would replay as one transition that never happened. Algorithms
+        start no transition at a LAST row and stop n-step returns there; the
+        row's discount is kept, so the transition into it still bootstraps
+        (like a time limit).
+        """
+        leaf = tf.nest.pack_sequence_as(self._layout.spec, list(range(len(self._storage)))).step_type
+        head = self._head.read_value()
+        envs = tf.where(head > 0)[:, 0]
+        if env_ids is not None:  # e.g. the copies of one async env thread whose environment was recreated
+            wanted = tf.cast(tf.reshape(env_ids, [-1]), tf.int64)
+            envs = tf.boolean_mask(wanted, tf.gather(head, wanted) > 0)
+        index = tf.stack([envs, tf.math.floormod(tf.gather(head, envs) - 1, self._layout.per_env)], axis=1)
+        storage = self._storage[leaf]
+        storage.scatter_nd_update(index, tf.fill(tf.shape(envs), tf.constant(StepType.LAST, storage.dtype)))
+
     def clear(self) -> None:
         """Forget every row; the storage is left as is and simply becomes unreachable."""
         self._head.assign(tf.zeros_like(self._head))
@@ -243,11 +264,12 @@ class ReplayBuffer(tf.Module):
         check = tf.debugging.assert_positive(num_ready, message=_too_few_rows_message(
             self._layout.length, self._layout.num_envs))
         with tf.control_dependencies([check]):
-            env = tf.gather(ready, tf.random.uniform([batch_size], 0, num_ready, dtype=tf.int64))
+            env = tf.gather(ready, tf.random.stateless_uniform([batch_size], run_random.seed(), 0, num_ready,
+                                                               dtype=tf.int64))
         count = tf.gather(counts, env)
         # Per-row maxval: scale a uniform float; float64 keeps the bias negligible.
-        offset = tf.cast(tf.floor(tf.random.uniform([batch_size], dtype=tf.float64) * tf.cast(count, tf.float64)),
-                         tf.int64)
+        uniform = tf.random.stateless_uniform([batch_size], run_random.seed(), dtype=tf.float64)
+        offset = tf.cast(tf.floor(uniform * tf.cast(count, tf.float64)), tf.int64)
         oldest = tf.maximum(tf.gather(head, env) - self._layout.per_env, 0)
         pos = tf.math.floormod(oldest + tf.minimum(offset, count - 1), self._layout.per_env)
         return env, pos

@@ -60,7 +60,7 @@ def prepare_specs(
     check_nest(f"algorithm {names['algorithm']!r}", "rollout() action", action_spec, policy_step.action)
     check_nest(f"algorithm {names['algorithm']!r}", "rollout() state", algorithm.state_spec, policy_step.state)
     rollout_info = converters.spec_of(policy_step.info)
-    time_step_spec = tf.nest.map_structure(tensor_spec, time_step)
+    time_step_spec: TimeStep = tf.nest.map_structure(tensor_spec, time_step)
     experience = Experience(*time_step_spec, action_spec, params_spec(rollout_info), algorithm.state_spec)
     train_info, loss = _dummy_train(algorithm, experience, rollout_info, converters)
     return RunSpecs(raw_time_step_spec, time_step_spec, action_spec, algorithm.state_spec,

@@ -26,6 +26,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from rlengine import random as run_random
+
 #: Items per leaf block. Larger blocks shrink the tree over the blocks (and
 #: its depth) but make each in-block pick read more leaves.
 DEFAULT_BLOCK_SIZE = 8
@@ -143,6 +145,7 @@ class SumTree(tf.Module):
         draws, while each draw is still distributed in proportion to priority.
         """
         total = self.total()
-        slot = tf.range(batch_size, dtype=tf.float32) + tf.random.uniform([batch_size], dtype=tf.float32)
+        uniform = tf.random.stateless_uniform([batch_size], run_random.seed(), dtype=tf.float32)
+        slot = tf.range(batch_size, dtype=tf.float32) + uniform
         mass = tf.minimum(slot * (total / batch_size), total)
         return self.find(mass)

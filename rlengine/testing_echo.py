@@ -13,7 +13,8 @@ Settings (``[echo]`` for either): ``episode_length``, ``max_delay`` (seconds
 of random sleep per step, to shuffle the threads' order) and
 ``env_fails_at_step`` (the env raises at its that-many-th batched step) and
 ``policy_fails_at_step`` (the rollout fails once a copy reaches that step of
-an episode); 0: never.
+an episode); 0: never. With ``env_fails_once`` a recreated environment (same
+config, same copies) does not fail again.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class EchoConfig:
     max_delay: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
     env_fails_at_step: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     policy_fails_at_step: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    env_fails_once: bool = False  # each env thread's env fails once only, not again once recreated
 
 
 class EchoEnv(Environment):
@@ -70,7 +72,7 @@ class EchoEnv(Environment):
 
     def step(self, action):
         self.steps += 1
-        if self.config.env_fails_at_step and self.steps == self.config.env_fails_at_step:
+        if self.config.env_fails_at_step and self.steps == self.config.env_fails_at_step and self._may_fail():
             raise RuntimeError(f"echo env copies {self.ids[0]}..{self.ids[-1]} fail at step {self.steps} as asked")
         if self.config.max_delay:
             time.sleep(self.rng.uniform(0, self.config.max_delay))
@@ -85,6 +87,17 @@ class EchoEnv(Environment):
         step_type = np.where(restart, StepType.FIRST,
                              np.where(self.t >= self.config.episode_length, StepType.LAST, StepType.MID))
         return self._time_step(step_type, np.where(restart[:, None], 0, action))
+
+
+    def _may_fail(self) -> bool:
+        key = (id(self.config), int(self.ids[0]))  # survives the env being recreated with the same config
+        if self.config.env_fails_once and key in _FAILED:
+            return False
+        _FAILED.add(key)
+        return True
+
+
+_FAILED: set = set()  # (config, first copy) of envs that failed already
 
 
 class EchoAlgorithm(Algorithm):

@@ -6,16 +6,19 @@ It fires the lifecycle hooks in the order documented in
 
 from __future__ import annotations
 
-import os
+import sys
 import time
 from typing import Any, Optional
 
 import attrs
 import tensorflow as tf
 
+from rlengine import signals
 from rlengine.build import Components
+from rlengine.checkpoints import RunCheckpoints
 from rlengine.config import RunConfig
 from rlengine.driver import EpisodeStats
+from rlengine.errors import TrainingInterrupted
 from rlengine.plugins import Plugins
 
 
@@ -63,28 +66,29 @@ class Trainer:
         self.summary_time = 0.0  # writers and hooks, to keep summaries visibly cheap
         self.cfg = run.config.train
         self.steps_per_iteration = self.cfg.unroll_length * self.cfg.num_envs
-        saved = dict(algorithm=run.components.algorithm, transformers=run.components.chain,
-                     iteration=tf.Variable(0, dtype=tf.int64), env_steps=tf.Variable(0, dtype=tf.int64))
-        if run.components.buffer is not None:
-            saved["replay"] = run.components.buffer
-        self.checkpoint = tf.train.Checkpoint(**saved)
-        self.checkpoints = tf.train.CheckpointManager(
-            self.checkpoint, os.path.join(run.root_dir, "checkpoints"), max_to_keep=self.cfg.keep_checkpoints)
+        self.checkpoints = RunCheckpoints(run)  # crash-safe; a run dir with checkpoints resumes from them
+        self.checkpoint = self.checkpoints.checkpoint
+        self.carry: Any = None  # with self.stats, what a checkpoint saves of the loop
+        self.stats = EpisodeStats(self.cfg.num_envs)
 
     def train(self) -> TrainResult:
         run, cfg, parts = self.run, self.cfg, self.run.components
         hook = run.plugins.hook
         eval_history, last_eval = [], None
-        stats = EpisodeStats(cfg.num_envs)
-        carry = parts.pipeline.start()
+        stats = self.stats
+        carry = self.carry = self.checkpoints.restore_or_start(stats)
         while run.env_steps < cfg.num_env_steps:
             parts.algorithm.progress.assign(run.env_steps / cfg.num_env_steps)
             step = parts.pipeline.iterate(carry, run.env_steps)
-            carry = step.carry
+            carry = self.carry = step.carry
             run.iteration += 1
-            run.env_steps += self.steps_per_iteration
-            stats.add(step.experience.step_type[1:].numpy(), step.experience.reward[1:].numpy())
+            steps = step.env_steps or self.steps_per_iteration
+            run.env_steps += steps
+            exp = step.experience
+            stats.add(exp.step_type[1:].numpy(), exp.reward[1:].numpy(), exp.env_id[0].numpy())
             metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
+            metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
+            metrics.update(step.metrics)
             t3 = time.perf_counter()
             if run.iteration % cfg.summary_interval == 0:
                 parts.write(metrics)
@@ -97,6 +101,7 @@ class Trainer:
                     break
             if cfg.checkpoint_interval and run.iteration % cfg.checkpoint_interval == 0:
                 self.save()
+            self._stop_if_needed()
         if cfg.eval_interval and (not eval_history or eval_history[-1][0] != run.env_steps):
             last_eval = self._evaluate()
             eval_history.append((run.env_steps, self.train_time(), last_eval))
@@ -117,8 +122,10 @@ class Trainer:
         metrics["time/update"] = update
         metrics["time/training"] = self.train_time()
         metrics["time/summaries"] = self.summary_time
-        metrics["train/env_steps_per_sec"] = self.steps_per_iteration / max(collect + update, 1e-9)
         metrics["train/skipped_updates"] = float(self.run.components.learner.skipped_updates.numpy())
+        faults = getattr(self.run.components.pipeline, "faults", None)  # env restarts, dropped unrolls
+        if faults is not None:
+            metrics.update(faults.metrics())
         return metrics
 
     def _base_metrics(self) -> dict:
@@ -137,11 +144,42 @@ class Trainer:
         run.plugins.hook.rlengine_evaluation_end(run=run, iteration=run.iteration, metrics=metrics)
         return metrics["eval/average_return"]
 
-    def save(self) -> str:
-        """Write a checkpoint and announce it."""
-        self.checkpoint.iteration.assign(self.run.iteration)
-        self.checkpoint.env_steps.assign(self.run.env_steps)
-        path = self.checkpoints.save(checkpoint_number=self.run.iteration)
+    def save(self) -> Optional[str]:
+        """Write a checkpoint and announce it; None (and a warning) if a weight is not finite."""
+        bad = first_nonfinite_variable(self.checkpoint)
+        if bad is not None:  # never replace good checkpoints with a diverged model
+            print(f"rlengine: warning: checkpoint at iteration {self.run.iteration} not written: variable "
+                  f"{bad!r} is not finite (the newest checkpoint is the last good one)", file=sys.stderr)
+            return None
+        path = self.checkpoints.save(self.carry, self.stats)
         self.run.plugins.hook.rlengine_checkpoint_saved(run=self.run, iteration=self.run.iteration, path=path)
         return path
 
+    def _stop_if_needed(self) -> None:
+        """End the run after this iteration: diverged (NaN guard) or asked to by a signal."""
+        self.run.components.learner.check_nonfinite_streak(self.cfg.max_nonfinite_updates)
+        signal_number = signals.stop_requested()
+        if signal_number is not None:  # save() keeps a checkpoint of this iteration that exists already
+            raise TrainingInterrupted(signal_number, self.run.root_dir, self.save())
+
+
+def first_nonfinite_variable(checkpoint: tf.train.Checkpoint) -> Optional[str]:
+    """The checkpoint path of the first floating-point weight that is not finite, or None.
+
+    The replay buffer is not checked: it holds observations, not weights, and
+    can be large.
+    """
+    view = tf.train.TrackableView(checkpoint)
+    queue = [(name, obj) for name, obj in view.children(checkpoint).items() if name != "replay"]
+    seen = set()
+    while queue:
+        path, obj = queue.pop(0)
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, tf.Variable):
+            if obj.dtype.is_floating and not bool(tf.reduce_all(tf.math.is_finite(obj))):
+                return f"{path} ({obj.name})"
+            continue
+        queue.extend((f"{path}/{name}", child) for name, child in view.children(obj).items())
+    return None

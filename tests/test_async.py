@@ -9,7 +9,7 @@ import pytest
 from rlengine.build import build_components
 from rlengine.engine import Engine
 from rlengine.errors import ConfigError, WorkerError
-from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
+from rlengine.testing import MemoryWriter, reset_fault_plan, testing_plugin, tiny_config
 from rlengine.testing_echo import echo_plugin
 
 
@@ -72,6 +72,34 @@ def test_a_failing_thread_stops_the_run_naming_it(tmp_path, where):
     else:
         assert "actor thread" in message and "fails at this step" in message
     assert "\n" not in message
+    assert worker_threads() == []
+
+
+def test_a_recreated_env_drops_its_broken_unroll_and_training_goes_on(tmp_path):
+    cfg = echo_config(tmp_path, steps=600, env_fails_at_step=6, env_fails_once=True)
+    cfg["train"]["max_env_restarts"] = 1
+    Engine(cfg, extra_plugins=_plugins()).train()
+    rows = [r for r in MemoryWriter.last.rows if "train/env_restarts" in r]
+    assert rows[-1]["train/env_restarts"] == 3  # each of the 3 env threads recreated its env once
+    assert rows[-1]["train/dropped_unrolls"] == 3  # and the unroll that straddled the crash was dropped
+    assert rows[-1]["env_steps"] >= 600
+
+
+def test_a_hanging_in_process_env_stops_the_run_naming_it(tmp_path):
+    cfg = tiny_config(str(tmp_path / "run"), env="faulty", num_envs=4, num_env_steps=100_000, eval_interval=0,
+                      driver="async", env_step_timeout=1.0)
+    cfg["async"] = {"num_env_threads": 2}
+    cfg["faulty"] = {"plan": "async-hang", "hang_at_step": 5, "hang_seconds": 6.0}
+    reset_fault_plan("async-hang")
+    engine = Engine(cfg, extra_plugins=_plugins())
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"env watchdog .*'faulty'.*") as info:
+        engine.train()
+    assert time.monotonic() - started < 30  # the watchdog (named in the error) ended it, not the hang's end
+    assert "timeout" in str(info.value).lower() or "did not answer" in str(info.value)
+    deadline = time.monotonic() + 15  # the hung thread leaves once its step returns into closed queues
+    while worker_threads() and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert worker_threads() == []
 
 

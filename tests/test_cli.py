@@ -259,7 +259,7 @@ class StopEngine:
 
     calls: list = []
 
-    def __init__(self, config, overrides=(), *, disabled_plugins=()):
+    def __init__(self, config, overrides=(), *, disabled_plugins=(), force=False):
         StopEngine.calls.append((config, list(overrides), list(disabled_plugins)))
         raise ConfigError("stopped before building anything")
 

@@ -237,7 +237,7 @@ def test_registered_by_reports_each_kind():
     plugins = _in_process(("testing", testing_plugin()))
 
     assert plugins.registered_by("testing") == {
-        "algorithms": ["toy", "toy-q"], "environments": ["counting"], "transformers": [], "writers": ["memory"],
+        "algorithms": ["toy", "toy-q"], "environments": ["counting", "faulty"], "transformers": [], "writers": ["memory"],
         "distributions": [],
     }
     assert plugins.registered_by("nobody") == {f"{k}s": [] for k in KINDS}

@@ -15,7 +15,7 @@ tfb = tfp.bijectors
 RLENGINE_API_VERSION = "1.0"
 
 
-class SquashedNormal(tfd.TransformedDistribution):
+class SquashedNormal(tfp.distributions.TransformedDistribution):
     """A diagonal Normal squashed by tanh into ``[low, high]`` (SAC's policy).
 
     ``mode()`` is the squashed mean, which is what a greedy policy takes.

@@ -54,8 +54,27 @@ class Environment:
         raise NotImplementedError
 
     def render(self) -> Any:
-        """An RGB frame (H, W, 3) of the first copy, where supported."""
+        """An RGB frame (H, W, 3) uint8 of the first copy, where supported.
+
+        ``rlengine play --record`` calls it after every step. An environment
+        that must know at construction that it will render declares a
+        ``render_mode`` field in its config class: the core then builds it with
+        ``render_mode = "rgb_array"`` (the ``[gym]`` section has that key).
+        """
         raise NotImplementedError(f"{type(self).__name__} cannot render")
+
+    def state(self) -> bytes:
+        """Everything needed to continue every copy exactly (episodes in progress, random state).
+
+        Optional: checkpoints store it so a resumed run continues the same
+        episodes. The default raises ``NotImplementedError`` (not supported):
+        a resumed run then starts new episodes.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot save its state")
+
+    def restore_state(self, state: bytes) -> None:
+        """Continue from what :meth:`state` returned (same config); optional like it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore its state")
 
     def close(self) -> None:
         """Release processes and resources. Safe to call twice."""

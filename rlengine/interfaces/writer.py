@@ -34,6 +34,15 @@ class SummaryWriter:
         """Record one row of scalars."""
         raise NotImplementedError
 
+    def resume_from(self, env_steps: int) -> None:
+        """A resumed run continues at ``env_steps``: forget rows written after it.
+
+        Called once, before the first ``write`` of every run (``env_steps`` is
+        0 for a run that starts from scratch): a killed run may have written
+        rows past its newest checkpoint, and those steps are about to be run
+        again. Default: nothing.
+        """
+
     def flush(self) -> None:
         """Push buffered rows to their destination."""
 

@@ -14,6 +14,7 @@ import attrs
 import tensorflow as tf
 import tf_keras
 
+import rlengine
 from rlengine import Algorithm, Experience, LossInfo, PolicyStep, StepType
 from rlengine_algorithms.networks import ActionHead, Torso, dense
 
@@ -27,18 +28,21 @@ class ActorCriticConfig:
     """Options of ``ac`` (TOML section ``[ac]``); PPO adds its own on top."""
 
     hidden_sizes: list = attrs.field(factory=lambda: [64, 64])  # MLP widths of actor and critic
+    #: nonlinearity of the hidden layers of both MLPs
     activation: str = attrs.field(default="tanh", validator=attrs.validators.in_(["tanh", "relu", "elu"]))
     lstm_size: int = attrs.field(default=0, validator=attrs.validators.ge(0))  # 0: no LSTM
-    learning_rate: float = attrs.field(default=7e-4, validator=_pos)
-    lr_schedule: str = attrs.field(default="constant", validator=_schedules)  # linear: decays to 0
-    gamma: float = attrs.field(default=0.99, validator=_unit)
+    learning_rate: float = attrs.field(default=7e-4, validator=_pos)  # Adam step size at the start (lr_schedule)
+    lr_schedule: str = attrs.field(default="constant", validator=_schedules)  # linear: decays to 0 by the run's end
+    gamma: float = attrs.field(default=0.99, validator=_unit)  # discount of future rewards, per step
+    #: GAE lambda; 1: Monte-Carlo returns bootstrapped at the unroll's end, 0: one-step TD
     gae_lambda: float = attrs.field(default=1.0, validator=_unit)
-    value_coef: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
-    entropy_coef: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    value_coef: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))  # weight of the squared value error
+    entropy_coef: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))  # weight of the entropy bonus
     max_grad_norm: float = attrs.field(default=0.5, validator=_pos)  # global-norm clipping
-    normalize_advantages: bool = False
-    num_epochs: int = attrs.field(default=1, validator=_pos)
-    mini_batch_size: int = attrs.field(default=0, validator=attrs.validators.ge(0))  # 0: whole batch
+    normalize_advantages: bool = False  # standardise advantages per minibatch (mean 0, std 1)
+    num_epochs: int = attrs.field(default=1, validator=_pos)  # passes over each unroll's rows
+    #: rows per update (with an LSTM: env copies, each a whole sequence); 0: the whole unroll in one update
+    mini_batch_size: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     init_log_std: float = 0.0  # initial log std of Gaussian policies
 
 
@@ -122,7 +126,7 @@ class ActorCritic(Algorithm):
 
     def rollout(self, time_step, state) -> PolicyStep:
         dist, value, state = self._evaluate(time_step.observation, state)
-        action = self.head.offset_action(dist.sample())
+        action = self.head.offset_action(dist.sample(seed=rlengine.random.seed()))
         return PolicyStep(action, state, RolloutInfo(dist, value))
 
     def preprocess_experience(self, exp: Experience) -> Experience:

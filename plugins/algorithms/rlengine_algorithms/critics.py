@@ -25,15 +25,17 @@ _v = attrs.validators
 class OffPolicyConfig:
     """Replay and update-rate options every off-policy algorithm takes."""
 
-    hidden_sizes: list = attrs.field(factory=lambda: [256, 256])
-    gamma: float = attrs.field(default=0.99, validator=[_v.ge(0), _v.le(1)])
-    mini_batch_size: int = attrs.field(default=256, validator=_v.gt(0))
+    hidden_sizes: list = attrs.field(factory=lambda: [256, 256])  # MLP widths of the actor and critics (DQN: Q net)
+    gamma: float = attrs.field(default=0.99, validator=[_v.ge(0), _v.le(1)])  # discount of future rewards, per step
+    mini_batch_size: int = attrs.field(default=256, validator=_v.gt(0))  # replayed sequences per update
     mini_batch_length: int = attrs.field(default=2, validator=_v.ge(2))  # n-step returns, n = length - 1
     num_updates_per_iteration: int = attrs.field(default=0, validator=_v.ge(0))  # 0: one per env step
+    #: env steps (all copies) of uniformly random actions before training starts; at least num_envs x mini_batch_length
     initial_collect_steps: int = attrs.field(default=1000, validator=_v.ge(0))
-    replay_capacity: int = attrs.field(default=1_000_000, validator=_v.gt(0))
-    prioritized_replay: bool = False
-    priority_alpha: float = attrs.field(default=0.6, validator=_v.ge(0))
+    replay_capacity: int = attrs.field(default=1_000_000, validator=_v.gt(0))  # rows, all copies together
+    prioritized_replay: bool = False  # sample sequences by |TD error| ** priority_alpha, not uniformly
+    priority_alpha: float = attrs.field(default=0.6, validator=_v.ge(0))  # priority exponent; 0: uniform
+    #: exponent of the importance weights that correct prioritized sampling (1: fully, 0: not at all); constant
     priority_beta: float = attrs.field(default=0.4, validator=_v.ge(0))
 
 

@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep, StepType, n_step_return, untracked
 from rlengine_algorithms.critics import (
     OffPolicyAlgorithm,
@@ -48,7 +49,7 @@ class DQNConfig(OffPolicyConfig):
     """Options of ``dqn`` (TOML section ``[dqn]``), on top of the replay ones."""
 
     hidden_sizes: list = attrs.field(factory=lambda: [256, 256])
-    learning_rate: float = attrs.field(default=1e-3, validator=_v.gt(0))
+    learning_rate: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the Q network
     mini_batch_size: int = attrs.field(default=64, validator=_v.gt(0))
     # Recurrent DQN: an LSTM of this size before the Q head (0: feed-forward).
     lstm_size: int = attrs.field(default=0, validator=_v.ge(0))
@@ -56,6 +57,7 @@ class DQNConfig(OffPolicyConfig):
     use_rollout_state: bool = True
     # 3-step returns and prioritized replay: on CartPole-v1 they reach 475 in
     # 4k-12k env steps (5 seeds) where 1-step uniform replay takes 8k-40k.
+
     # Feed-forward: n-step returns with n = length - 1. Recurrent: sequences
     # to unroll, the loss on the first length - n_step rows (default 8).
     mini_batch_length: int = attrs.field(
@@ -66,10 +68,10 @@ class DQNConfig(OffPolicyConfig):
     target_update_period: int = attrs.field(default=250, validator=_v.gt(0))  # in updates
     tau: float = attrs.field(default=1.0, validator=[_v.gt(0), _v.le(1)])  # 1: hard copy
     double_q: bool = True  # the online network picks the bootstrap action
-    epsilon_start: float = attrs.field(default=1.0, validator=_unit)
-    epsilon_end: float = attrs.field(default=0.05, validator=_unit)
+    epsilon_start: float = attrs.field(default=1.0, validator=_unit)  # random-action chance at first, decays linearly
+    epsilon_end: float = attrs.field(default=0.05, validator=_unit)  # random-action chance from exploration_fraction on
     exploration_fraction: float = attrs.field(default=0.1, validator=_unit)  # of num_env_steps
-    huber_delta: float = attrs.field(default=1.0, validator=_v.gt(0))
+    huber_delta: float = attrs.field(default=1.0, validator=_v.gt(0))  # |TD error| where the loss turns linear
     max_grad_norm: float = attrs.field(default=10.0, validator=_v.gt(0))  # global-norm clipping
 
 
@@ -200,8 +202,8 @@ class DQN(OffPolicyAlgorithm):
         q, state = self._online(time_step.observation, state)
         greedy = tf.argmax(q, axis=-1, output_type=tf.int32)
         batch = tf.shape(greedy)
-        explore = tf.random.uniform(batch) < self.epsilon()
-        random = tf.random.uniform(batch, 0, self.num_actions, dtype=tf.int32)
+        explore = tf.random.stateless_uniform(batch, rlengine.random.seed()) < self.epsilon()
+        random = tf.random.stateless_uniform(batch, rlengine.random.seed(), 0, self.num_actions, dtype=tf.int32)
         return PolicyStep(self._to_env(tf.where(explore, random, greedy)), state, ())
 
     def preprocess_experience(self, exp) -> Transition:

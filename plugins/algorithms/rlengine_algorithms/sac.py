@@ -22,6 +22,7 @@ import attrs
 import tensorflow as tf
 import tf_keras
 
+import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep
 from rlengine_algorithms.critics import (
     ActionScale,
@@ -44,11 +45,11 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 class SACConfig(OffPolicyConfig):
     """Options of ``sac`` (TOML section ``[sac]``), on top of the replay ones."""
 
-    actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))
-    critic_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))
-    alpha_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))
+    actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the actor
+    critic_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the twin critics
+    alpha_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of log(alpha)
     tau: float = attrs.field(default=0.005, validator=[_v.gt(0), _v.le(1)])  # Polyak rate of the targets
-    initial_alpha: float = attrs.field(default=1.0, validator=_v.gt(0))
+    initial_alpha: float = attrs.field(default=1.0, validator=_v.gt(0))  # entropy temperature at the start (learned)
     target_entropy: Optional[float] = None  # None: -action_dim
 
 
@@ -58,7 +59,7 @@ def squashed_sample(loc, log_std):
     The tanh correction uses ``log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))``,
     which stays finite where ``tanh(u)`` rounds to +-1.
     """
-    noise = tf.random.normal(tf.shape(loc))
+    noise = tf.random.stateless_normal(tf.shape(loc), rlengine.random.seed())
     u = loc + tf.exp(log_std) * noise
     log_prob = -0.5 * tf.square(noise) - log_std - _HALF_LOG_2PI
     log_prob -= 2.0 * (math.log(2.0) - u - tf.nn.softplus(-2.0 * u))

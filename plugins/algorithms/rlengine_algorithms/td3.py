@@ -15,6 +15,7 @@ import attrs
 import tensorflow as tf
 import tf_keras
 
+import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep
 from rlengine_algorithms.critics import (
     ActionScale,
@@ -35,13 +36,14 @@ _v = attrs.validators
 class TD3Config(OffPolicyConfig):
     """Options of ``td3`` (TOML section ``[td3]``), on top of the replay ones."""
 
-    actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))
-    critic_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))
+    actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the actor
+    critic_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the twin critics
     tau: float = attrs.field(default=0.005, validator=[_v.gt(0), _v.le(1)])  # Polyak rate of the targets
     exploration_noise: float = attrs.field(default=0.1, validator=_v.ge(0))  # std of the rollout noise
     policy_noise: float = attrs.field(default=0.2, validator=_v.ge(0))  # std of the target smoothing noise
+    #: the target smoothing noise is clipped to +-this, in half action ranges (the actor's [-1, 1] units)
     noise_clip: float = attrs.field(default=0.5, validator=_v.ge(0))
-    policy_delay: int = attrs.field(default=2, validator=_v.gt(0))
+    policy_delay: int = attrs.field(default=2, validator=_v.gt(0))  # critic updates per actor and target update
 
 
 class TD3Info(NamedTuple):
@@ -83,7 +85,7 @@ class TD3(OffPolicyAlgorithm):
     def rollout(self, time_step, state) -> PolicyStep:
         unit = self._act(self.actor, flatten_observation(time_step.observation))
         # Clipped here so that the stored action is the one the environment ran.
-        noisy = tf.clip_by_value(unit + self.config.exploration_noise * tf.random.normal(tf.shape(unit)), -1, 1)
+        noisy = tf.clip_by_value(unit + self.config.exploration_noise * tf.random.stateless_normal(tf.shape(unit), rlengine.random.seed()), -1, 1)
         return PolicyStep(self.scale.to_env(noisy), state, ())
 
     def preprocess_experience(self, exp) -> Transition:
@@ -102,7 +104,8 @@ class TD3(OffPolicyAlgorithm):
     def _target(self, batch: Transition, next_obs):
         cfg = self.config
         next_action = self._act(self.target_actor, next_obs)
-        noise = tf.clip_by_value(cfg.policy_noise * tf.random.normal(tf.shape(next_action)),
+        noise = tf.clip_by_value(cfg.policy_noise * tf.random.stateless_normal(tf.shape(next_action),
+                                                                               rlengine.random.seed()),
                                  -cfg.noise_clip, cfg.noise_clip)
         next_action = tf.clip_by_value(next_action + noise, -1.0, 1.0)
         next_q = tf.squeeze(self.target_critic(tf.concat([next_obs, next_action], -1)), -1)

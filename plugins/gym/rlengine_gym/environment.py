@@ -19,6 +19,7 @@ import difflib
 import functools
 import importlib
 import multiprocessing
+import os
 import pickle
 import sys
 from collections.abc import Mapping
@@ -187,6 +188,7 @@ class GymEnvironment(Environment):
         self._venv = None
         self._was_last = None  # bool [B]: copy ended its episode on the previous step
         self._seeded = False
+        self._hung = False  # a worker did not answer in time: close by terminating the processes
         self.last_info: dict = {}
 
         spec = resolve_env_id(env_id)
@@ -195,6 +197,10 @@ class GymEnvironment(Environment):
             kwargs["max_episode_steps"] = int(config.max_episode_steps)
         if config.render_mode is not None:
             kwargs["render_mode"] = config.render_mode
+        if config.render_mode == "rgb_array":
+            # Off-screen frames need no display; without this pygame (Gymnasium's
+            # renderer) looks for one and prints an error on machines that have none.
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         thunk = functools.partial(make_env, env_id, spec if _picklable(spec) else None, kwargs)
         env_fns = [thunk] * self.num_envs
         try:
@@ -262,7 +268,7 @@ class GymEnvironment(Environment):
                 for i, env in enumerate(venv.envs):
                     env.action_space.seed(base + i)
         self._seeded = True
-        obs, self.last_info = venv.reset(seed=seeds)
+        obs, self.last_info = self._reset_venv(venv, seeds)
         batch = self.num_envs
         self._was_last = np.zeros(batch, dtype=bool)
         return TimeStep(
@@ -279,7 +285,7 @@ class GymEnvironment(Environment):
         if was_last is None:
             raise RuntimeError(f"{type(self).__name__}.step() called before reset() or after close()")
         prev_action = self._action_to_spec(action)  # a fresh copy in spec dtypes
-        obs, reward, terminated, truncated, self.last_info = self._venv.step(self._action_to_gym(prev_action))
+        obs, reward, terminated, truncated, self.last_info = self._step_venv(self._action_to_gym(prev_action))
         done = terminated | truncated
         step_type = done.astype(np.int32)
         step_type += StepType.MID  # MID = 1, LAST = 2
@@ -303,6 +309,36 @@ class GymEnvironment(Environment):
             env_id=self._env_ids,
         )
 
+    def state(self) -> bytes:
+        """The copies' whole state (episodes in progress, random generators), pickled; sync only.
+
+        Worker processes of ``vectorization = "async"`` keep their envs to
+        themselves, so there a resumed run starts new episodes instead.
+        """
+        venv = self._live_venv()
+        if not isinstance(venv, SyncVectorEnv):
+            raise NotImplementedError(f'{self.env_id!r}: environment state is saved only with vectorization = "sync"')
+        return pickle.dumps({
+            "envs": venv.envs, "autoreset": venv._autoreset_envs, "was_last": self._was_last,
+            "seeded": self._seeded, "action_spaces": (venv.action_space, venv.single_action_space),
+        })
+
+    def restore_state(self, state: bytes) -> None:
+        """Continue from what :meth:`state` returned (in a run built with the same config)."""
+        venv = self._live_venv()
+        if not isinstance(venv, SyncVectorEnv):
+            raise NotImplementedError(f'{self.env_id!r}: environment state is restored only with vectorization = "sync"')
+        saved = pickle.loads(state)
+        if len(saved["envs"]) != self.num_envs:
+            raise ConfigError(f"{self.env_id!r}: the saved state holds {len(saved['envs'])} copies, this run "
+                              f"has num_envs = {self.num_envs}")
+        for env in venv.envs:
+            env.close()
+        venv.envs = saved["envs"]
+        venv._autoreset_envs = saved["autoreset"]
+        venv.action_space, venv.single_action_space = saved["action_spaces"]
+        self._was_last, self._seeded = saved["was_last"], saved["seeded"]
+
     def render(self) -> Any:
         venv = self._live_venv()
         if self.config.render_mode is None:
@@ -315,7 +351,38 @@ class GymEnvironment(Environment):
         venv, self._venv = self._venv, None
         self._was_last = None
         if venv is not None:
-            venv.close()
+            venv.close(terminate=self._hung)  # a hung worker would never answer a polite close
+
+    # -- timeouts (async vectorization: the worker processes are waited for with a timeout) ----
+    #: Seconds ``step``/``reset`` may take in the worker processes (0: no limit). The engine sets
+    #: it; a call that exceeds it raises ``TimeoutError`` naming the id.
+    step_timeout: float = 0.0
+
+    @property
+    def handles_step_timeout(self) -> bool:
+        """Whether this env enforces ``step_timeout`` itself (only worker processes can be waited for)."""
+        return self.config.vectorization == "async"
+
+    def _step_venv(self, action: Any) -> tuple:
+        venv = self._venv
+        if not self.step_timeout or not isinstance(venv, AsyncVectorEnv):
+            return venv.step(action)
+        venv.step_async(action)
+        return self._wait(venv.step_wait, "step")
+
+    def _reset_venv(self, venv: Any, seeds: Any) -> tuple:
+        if not self.step_timeout or not isinstance(venv, AsyncVectorEnv):
+            return venv.reset(seed=seeds)
+        venv.reset_async(seed=seeds)
+        return self._wait(venv.reset_wait, "reset")
+
+    def _wait(self, wait: Any, what: str) -> tuple:
+        try:
+            return wait(timeout=self.step_timeout)
+        except multiprocessing.TimeoutError:
+            self._hung = True
+            raise TimeoutError(f"{self.env_id!r}: worker processes did not answer {what}() within "
+                               f"{self.step_timeout:g} s") from None
 
     def _live_venv(self):
         if self._venv is None:

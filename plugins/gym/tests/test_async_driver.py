@@ -1,37 +1,14 @@
 """The async driver on Gymnasium envs in worker processes: errors name the thread, nothing is left behind."""
 
-import os
 import threading
 
 import failing_env_module
 import pytest
+from processes import worker_processes
 
 from rlengine.engine import Engine
 from rlengine.errors import WorkerError
 from rlengine.testing import testing_plugin, tiny_config
-
-
-def worker_processes() -> set:
-    """Live descendants of this process (workers are forked by multiprocessing's forkserver, a
-    child of ours), with multiprocessing's own helper processes themselves left out."""
-    parents, names = {}, {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                names[pid] = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # ended while we looked
-            continue
-        if state != "Z":
-            parents[pid] = ppid
-    found, frontier = set(), {str(os.getpid())}
-    while frontier:
-        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
-        found |= frontier
-    me = str(os.getpid())
-    helpers = {p for p in found if parents[p] == me and ("forkserver" in names[p] or "resource_tracker" in names[p])}
-    return found - helpers  # the workers forked from the forkserver share its command line: keep them
 
 
 def test_worker_processes_sees_the_workers_of_a_subprocess_env():

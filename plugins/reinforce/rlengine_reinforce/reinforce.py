@@ -14,6 +14,7 @@ from rlengine import Algorithm, ConfigError, LossInfo, PolicyStep, StepType
 class ReinforceConfig:  # TOML section [reinforce]
     hidden_size: int = attrs.field(default=64, validator=attrs.validators.gt(0))  # both tanh layers of each network
     learning_rate: float = attrs.field(default=1e-3, validator=attrs.validators.gt(0))  # Adam, policy and baseline
+    #: discount of future rewards, per step
     gamma: float = attrs.field(default=0.99, validator=[attrs.validators.ge(0), attrs.validators.le(1)])
     entropy_coef: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))  # exploration bonus
 

@@ -1,6 +1,7 @@
 """The ``jsonl`` writer: one JSON object per summary row in ``<root_dir>/metrics.jsonl``.
 
-The file is opened for appending, so a resumed run continues it. Each row
+The file is opened for appending, so a resumed run continues it (after
+dropping the rows a killed run wrote past the checkpoint it resumes from). Each row
 is written as one complete line and flushed at once, so a crash leaves at
 most whole rows behind; rows are easy to load with ``pandas.read_json(path,
 lines=True)`` or a ``json.loads`` per line.
@@ -52,6 +53,15 @@ def _ends_with_newline(path: str) -> bool:
         return f.read(1) == b"\n"
 
 
+def _row_at_or_before(line: str, env_steps: int) -> bool:
+    """Whether ``line`` is a whole row whose ``env_steps`` is at most ``env_steps``."""
+    try:
+        row = json.loads(line)
+    except ValueError:  # a torn or empty line
+        return False
+    return isinstance(row, dict) and isinstance(row.get("env_steps"), (int, float)) and row["env_steps"] <= env_steps
+
+
 class JsonlWriter(SummaryWriter):
     """Appends every row to a JSON-lines file."""
 
@@ -79,6 +89,21 @@ class JsonlWriter(SummaryWriter):
         # One write call per complete line, never partial JSON.
         self._file.write(json.dumps(row, allow_nan=False) + "\n")
         self._file.flush()
+
+    def resume_from(self, env_steps: int) -> None:
+        """Drop the rows past ``env_steps`` (and any torn row) that a killed run left behind."""
+        if self._file is None:
+            raise ValueError(f"resume_from() on a closed jsonl writer ({self.path})")
+        self._file.close()
+        with open(self.path, encoding="utf-8") as f:
+            kept = [line.rstrip("\n") + "\n" for line in f if _row_at_or_before(line, env_steps)]
+        tmp = f"{self.path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:  # replaced whole, so a kill keeps either file
+            f.writelines(kept)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self._file = open(self.path, "a", buffering=1, encoding="utf-8", newline="\n")
 
     def flush(self) -> None:
         if self._file is not None:

@@ -11,6 +11,8 @@
    * a process per copy (``vectorization = "async"``): a batch takes about
      2 ms whatever its size, so the sync driver already overlaps the
      latencies; the bound for both is copies / 2 ms.
+   Each figure is measured in a fresh process: TensorFlow's inter-op pool is
+   sized for the driver when the run is built (see rlengine/runtime.py).
    Target: 4 env threads collect at least 3x the sync driver's steps/s.
 2. SAC on Pendulum-v1 to -200 (``examples/sac_pendulum.toml``), sync and
    async (one env thread: the learner trains while the next unroll is
@@ -22,6 +24,8 @@
 
 import argparse
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -70,16 +74,24 @@ def async_rate(parts, seconds: float) -> float:
         pipeline.stop()
 
 
+def measure(driver: str, vectorization: str, seconds: float) -> float:
+    """Steps/s of one driver; run in a fresh process, whose TensorFlow runtime is sized for that driver."""
+    parts = components_for(build_plugins(), driver, vectorization)
+    try:
+        return (sync_rate if driver == "sync" else async_rate)(parts, seconds)
+    finally:
+        parts.close()
+
+
+def measure_in_fresh_process(driver: str, vectorization: str, seconds: float) -> float:
+    out = subprocess.run([sys.executable, __file__, "--measure", driver, vectorization, "--seconds", str(seconds)],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
 def collection(seconds: float) -> None:
-    plugins = build_plugins()
     for vectorization, what in (("sync", "in-process copies"), ("async", "a process per copy")):
-        rates = {}
-        for driver, measure in (("sync", sync_rate), ("async", async_rate)):
-            parts = components_for(plugins, driver, vectorization)
-            try:
-                rates[driver] = measure(parts, seconds)
-            finally:
-                parts.close()
+        rates = {d: measure_in_fresh_process(d, vectorization, seconds) for d in ("sync", "async")}
         bound = NUM_ENVS / LATENCY
         print(f"collection, {NUM_ENVS} copies, {what}: sync driver {rates['sync']:,.0f} steps/s; "
               f"async {THREADS} env threads {rates['async']:,.0f} steps/s; ratio {rates['async'] / rates['sync']:.2f}x "
@@ -106,7 +118,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="measuring time per collection figure")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--skip-learning", action="store_true")
+    parser.add_argument("--measure", nargs=2, metavar=("DRIVER", "VECTORIZATION"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure:  # one figure, in this (fresh) process
+        print(measure(*args.measure, args.seconds))
+        return
     collection(args.seconds)
     if not args.skip_learning:
         sac_to_200(args.seeds)

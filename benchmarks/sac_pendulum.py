@@ -62,7 +62,8 @@ def updates_per_second(num_updates: int) -> float:
     carry = pipeline.start()
     parts.driver.random_actions.assign(True)
     for _ in range(2000 // parts.driver.unroll_length):  # fill the buffer with random transitions
-        _, carry = pipeline.collect(carry)
+        experience, carry = parts.driver.run(carry)
+        pipeline.store(experience)
     chunk = tf.constant(200)
     parts.learner.train_from_replay(chunk)  # trace
     start = time.perf_counter()

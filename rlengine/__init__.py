@@ -13,16 +13,13 @@ import sys
 def _import_tensorflow_quietly() -> None:
     """Import TensorFlow with its C++ start-up chatter (written to fd 2 before
     any logging is set up, so no setting silences it) sent to /dev/null.
-    ``RLENGINE_DEBUG=1`` keeps it."""
+    ``RLENGINE_DEBUG=1`` keeps it. No op runs here: the runtime starts when a
+    run is built, sized for its driver (see :mod:`rlengine.runtime`)."""
+    from rlengine.runtime import quiet_stderr
+
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if "tensorflow" not in sys.modules:
-        # The async driver's env threads each step their environment inside a
-        # graph, on a thread of TensorFlow's inter-op pool; the default pool
-        # (one thread per core) would let only two of them step at a time here.
-        os.environ.setdefault("TF_NUM_INTEROP_THREADS", "16")
-    if "tensorflow" in sys.modules or os.environ.get("RLENGINE_DEBUG"):
+    if "tensorflow" in sys.modules:
         return
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
     # TensorFlow's Keras imports matplotlib.pyplot when it is installed (for image
     # galleries rlengine never draws), about 0.5 s of every start-up; its import is
     # guarded, so hide matplotlib until TensorFlow is in. `rlengine plot` imports it itself.
@@ -30,22 +27,16 @@ def _import_tensorflow_quietly() -> None:
     if hide_matplotlib:
         sys.modules["matplotlib"] = None  # type: ignore[assignment]
     try:
-        sys.stderr.flush()
-        os.dup2(devnull, 2)
-        import tensorflow as tf
-        import tensorflow_probability as tfp
+        with quiet_stderr():
+            import tensorflow as tf
+            import tensorflow_probability  # noqa: F401
 
-        # Two more one-time C++ messages come on first use, not on import:
-        # device discovery (a failed cuInit on machines without a GPU) and
-        # the first int32 categorical sample (a oneDNN notice). Trigger both here.
-        tf.config.list_physical_devices()
-        tfp.distributions.Categorical(logits=tf.zeros([1, 2]), dtype=tf.int32).sample()
+            # Device discovery prints once (a failed cuInit on machines without a
+            # GPU); it does not start the runtime, so the pool can still be sized.
+            tf.config.list_physical_devices()
     finally:
         if hide_matplotlib and sys.modules.get("matplotlib", 0) is None:
             del sys.modules["matplotlib"]
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
 
 
 _import_tensorflow_quietly()

@@ -16,7 +16,6 @@ carries the policy version that started it, so the learner reports the lag.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -208,7 +207,6 @@ def thread_layout(cfg: Any, async_cfg: Any, on_policy: bool) -> list[tuple[int, 
             f"async.max_policy_lag = {async_cfg.max_policy_lag} is below num_env_threads + learner_queue_capacity - 1"
             f" = {threads + async_cfg.learner_queue_capacity - 1}, the lag unrolls reach while they wait their "
             "turn, so most would be dropped; raise it or lower async.learner_queue_capacity")
-    _check_interop_threads(threads + async_cfg.num_actor_threads)
     return list(zip(sizes, firsts))
 
 
@@ -217,12 +215,3 @@ def _even_split(num_envs: int, threads: int) -> list:
         raise ConfigError(f"train.num_envs = {num_envs} does not split evenly over async.num_env_threads = "
                           f"{threads}; change one, or give async.env_batch_sizes")
     return [num_envs // threads] * threads
-
-
-def _check_interop_threads(workers: int) -> None:
-    """Each env thread steps its environment inside a graph, on one of TF's inter-op threads."""
-    pool = int(os.environ.get("TF_NUM_INTEROP_THREADS", "0") or 0) or (os.cpu_count() or 1)
-    if pool < workers + 2:  # + the learner and an evaluation or summary op
-        raise ConfigError(f"TensorFlow's inter-op pool has {pool} threads, fewer than the {workers + 2} the async "
-                          f"driver's threads and learner need: set TF_NUM_INTEROP_THREADS={workers + 2} or more "
-                          "before starting (rlengine sets 16 unless TensorFlow was imported first)")

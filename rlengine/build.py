@@ -17,6 +17,7 @@ from rlengine.interfaces import Algorithm, Environment
 from rlengine.learner import Learner
 from rlengine.pipelines import OffPolicyPipeline, OnPolicyPipeline, ReplayAllPipeline
 from rlengine.plugins import Plugins
+from rlengine.runtime import prepare_runtime
 from rlengine.specs import RunSpecs, check_nest, prepare_specs
 from rlengine.transformers import TransformerChain
 
@@ -105,7 +106,8 @@ def make_training_environments(config: RunConfig, plugins: Plugins, algorithm_cl
 
 
 def check_names(config: RunConfig, plugins: Plugins) -> None:
-    """Fail early, with close matches, on any plugin name the config uses but nobody registered."""
+    """Fail early, with close matches, on any plugin name the config uses but nobody registered, and on
+    async settings that cannot run; then size TensorFlow's runtime for the run."""
     cfg, reg = config.train, plugins.registries
     reg.algorithms.get(cfg.algorithm)
     environment_class(config, plugins)
@@ -115,9 +117,19 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
         reg.writers.get(name)
     if cfg.driver == "async":  # settings that cannot run are refused before anything is written
         thread_layout(cfg, config.section("async", AsyncConfig), not reg.algorithms.get(cfg.algorithm).obj.off_policy)
+    prepare_runtime(runtime_threads(config))
+
+
+def runtime_threads(config: RunConfig) -> int:
+    """Threads the run needs in TensorFlow's inter-op pool (0: the default pool will do)."""
+    if config.train.driver != "async":
+        return 0
+    async_cfg = config.section("async", AsyncConfig)
+    return async_cfg.num_env_threads + async_cfg.num_actor_threads + 2  # + the learner and evaluation
 
 
 def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True) -> Components:
+    prepare_runtime(runtime_threads(config))  # before the first op (done already when an Engine built it)
     cfg, reg = config.train, plugins.registries
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
     transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]

@@ -24,6 +24,7 @@ import tensorflow as tf
 from rlengine.async_driver import ActorThread, EnvThread
 from rlengine.coordinator import QUEUE_CLOSED, Coordinator
 from rlengine.errors import ConfigError, WorkerError
+from rlengine.faults import EnvironmentFault, EnvironmentTimeout
 from rlengine.interfaces import Algorithm
 from rlengine.learner import Learner
 from rlengine.pipelines import Iteration
@@ -92,7 +93,13 @@ class AsyncPipeline:
         """
         while not coordinator.wait(WATCH_INTERVAL):
             for thread in threads:
-                thread.env.check_responsive()  # raises EnvironmentTimeout naming the env
+                try:
+                    thread.env.check_responsive()
+                except EnvironmentTimeout as exc:
+                    raise WorkerError.of(f"env thread {thread.index}", f"{thread.describe()}; found by the watchdog",
+                                         exc) from exc
+                except EnvironmentFault:
+                    pass  # any other error of its environment: the env thread itself reports it
 
     def stop(self) -> list:
         """Close the queues and join every thread; the names of threads that did not stop in time."""

@@ -52,8 +52,8 @@ class Coordinator:
         try:
             target()
         except BaseException as exc:  # every failure must reach the main thread
-            if not (self._stop.is_set() and isinstance(exc, QUEUE_CLOSED)):
-                self.request_stop(WorkerError.of(name, describe(), exc))
+            if not (self._stop.is_set() and isinstance(exc, QUEUE_CLOSED)):  # a thread may name another
+                self.request_stop(exc if isinstance(exc, WorkerError) else WorkerError.of(name, describe(), exc))
 
     def request_stop(self, error: Optional[WorkerError] = None) -> None:
         """Ask every thread to stop; the first error recorded is the one re-raised."""

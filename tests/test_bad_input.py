@@ -50,8 +50,16 @@ def test_malformed_toml_names_the_file_and_line(tmp_path, capsys):
     assert str(path) in line and "line 3" in line
 
 
+def minimal_config(tmp_path) -> str:
+    """A config with only [train]: the embedded demo's [ppo] section needs the algorithms plugin."""
+    path = tmp_path / "minimal.toml"
+    path.write_text("[train]\nseed = 0\n")
+    return str(path)
+
+
 def test_unknown_config_key_is_named_with_a_close_match(tmp_path, capsys):
-    line = one_error_line(capsys, "train", "--set", "train.num_env=4", "--root-dir", str(tmp_path))
+    line = one_error_line(capsys, "train", minimal_config(tmp_path), "--set", "train.num_env=4",
+                          "--root-dir", str(tmp_path))
     assert "train.num_env" in line and "'num_envs'" in line
 
 
@@ -63,17 +71,20 @@ def test_unknown_key_in_a_toml_file_is_named(tmp_path, capsys):
 
 
 def test_ill_typed_config_key_is_named_with_the_expected_type(tmp_path, capsys):
-    line = one_error_line(capsys, "train", "--set", "train.num_envs=many", "--root-dir", str(tmp_path))
+    line = one_error_line(capsys, "train", minimal_config(tmp_path), "--set", "train.num_envs=many",
+                          "--root-dir", str(tmp_path))
     assert "train.num_envs" in line and "must be int" in line and "'many'" in line
 
 
 def test_out_of_range_value_is_named(tmp_path, capsys):
-    line = one_error_line(capsys, "train", "--set", "train.max_nonfinite_updates=0", "--root-dir", str(tmp_path))
+    line = one_error_line(capsys, "train", minimal_config(tmp_path), "--set", "train.max_nonfinite_updates=0",
+                          "--root-dir", str(tmp_path))
     assert "max_nonfinite_updates" in line
 
 
 def test_unknown_config_section_is_named(tmp_path, capsys):
-    line = one_error_line(capsys, "train", "--set", "trian.seed=1", "--root-dir", str(tmp_path))
+    line = one_error_line(capsys, "train", minimal_config(tmp_path), "--set", "trian.seed=1",
+                          "--root-dir", str(tmp_path))
     assert "[trian]" in line and "'train'" in line
 
 

@@ -124,8 +124,9 @@ def runtime_threads(config: RunConfig) -> int:
     """Threads the run needs in TensorFlow's inter-op pool (0: the default pool will do)."""
     if config.train.driver != "async":
         return 0
-    async_cfg = config.section("async", AsyncConfig)
-    return async_cfg.num_env_threads + async_cfg.num_actor_threads + 2  # + the learner and evaluation
+    # Every env thread may be stepping (holding a pool thread) at once; one more keeps the actors and the
+    # learner moving meanwhile. Fewer only serialises (queue waits hold no pool thread), more slows the learner.
+    return config.section("async", AsyncConfig).num_env_threads + 1
 
 
 def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True) -> Components:

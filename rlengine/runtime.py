@@ -2,7 +2,7 @@
 
 The async driver's env threads each step their environment inside a graph
 (``tf.numpy_function``), on a thread of TensorFlow's inter-op pool, so the
-pool needs a thread per env thread and actor thread. A larger pool than the
+pool needs a thread per env thread (and one more). A larger pool than the
 cores, though, slows the synchronous learner (its independent ops then
 contend for two cores: 31 ms per PPO iteration with 16 threads against 16 ms
 with 2 here). The pool can only be sized before the runtime starts, so the

@@ -12,7 +12,8 @@ queue, waits for the answer on its own return queue and steps the
 environment (``tf.numpy_function``). Policy and transformer state stay in
 the env thread; they travel with each request.
 
-An actor thread loops ``serve()``: it waits for one request, takes every
+An actor thread runs ``serve()`` in a graph loop (one call until the queues
+close): each batch, it waits for one request, takes every
 other request already waiting (up to one per env thread it serves),
 runs one batched ``rollout`` for all of them, and answers each env thread
 with its own rows, stamped with the policy version that acted.
@@ -138,8 +139,19 @@ class ActorThread:
         self._kinds = (queues.actors[index], [queues.answers[i] for i in served])  # as in EnvThread
         self.random_actions = random_actions
         self.policy_version = policy_version
-        self.calls = self.rows = 0  # rollouts run and rows acted on; read by the learner for summaries
-        self.serve = tf.function(self._serve, autograph=False)
+        # rollouts run and rows acted on, counted inside the graph; read by the learner for summaries
+        self._calls = tf.Variable(0, dtype=tf.int64, trainable=False, name=f"actor_{index}_calls")
+        self._rows = tf.Variable(0, dtype=tf.int64, trainable=False, name=f"actor_{index}_rows")
+        self.serve = tf.function(self._serve, autograph=False)  # one batch
+        self.serve_until_closed = tf.function(self._serve_until_closed, autograph=False)
+
+    @property
+    def calls(self) -> int:
+        return int(self._calls.numpy())
+
+    @property
+    def rows(self) -> int:
+        return int(self._rows.numpy())
 
     def describe(self) -> str:
         return f"serving env threads {', '.join(map(str, self.served))}"
@@ -147,8 +159,18 @@ class ActorThread:
     def run(self, coordinator: Coordinator, queues: RunQueues) -> None:
         handles = (queues.actors[self.index].handle, [queues.answers[i].handle for i in self.served])
         while not coordinator.should_stop():
-            rows = int(self.serve(handles))
-            self.calls, self.rows = self.calls + 1, self.rows + rows
+            self.serve_until_closed(handles)  # returns only by raising, once the queues close
+
+    def _serve_until_closed(self, handles: tuple) -> Any:
+        """Serve batch after batch in one graph call: no Python between env steps, so the actor
+        takes no interpreter time from the learner (one call per batch cost ~0.8 ms of it)."""
+        def serve_one(i):
+            rows = self._serve(handles)
+            counted = [self._calls.assign_add(1), self._rows.assign_add(tf.cast(rows, tf.int64))]
+            with tf.control_dependencies(counted):
+                return i + 1
+
+        return tf.while_loop(lambda i: True, serve_one, (tf.constant(0),), parallel_iterations=1)
 
     def _take_requests(self, requests: Any) -> Request:
         """One request (waiting for it), then those already queued, concatenated over rows."""

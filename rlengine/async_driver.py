@@ -142,7 +142,6 @@ class ActorThread:
         # rollouts run and rows acted on, counted inside the graph; read by the learner for summaries
         self._calls = tf.Variable(0, dtype=tf.int64, trainable=False, name=f"actor_{index}_calls")
         self._rows = tf.Variable(0, dtype=tf.int64, trainable=False, name=f"actor_{index}_rows")
-        self.serve = tf.function(self._serve, autograph=False)  # one batch
         self.serve_until_closed = tf.function(self._serve_until_closed, autograph=False)
 
     @property

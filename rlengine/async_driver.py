@@ -17,6 +17,12 @@ close): each batch, it waits for one request, takes every
 other request already waiting (up to one per env thread it serves),
 runs one batched ``rollout`` for all of them, and answers each env thread
 with its own rows, stamped with the policy version that acted.
+
+With ``async.num_actor_threads = 0`` there are no actor threads: each env
+thread runs the policy itself inside its unroll. That is the better choice
+when there is nothing to batch across env threads (one env thread, or
+policies so small that batching saves nothing): an actor thread then only
+adds two queue hops and a thread wake-up to every step.
 """
 
 from __future__ import annotations
@@ -36,17 +42,34 @@ from rlengine.specs import RunSpecs
 from rlengine.transformers import TransformerChain
 
 
+class PolicyActor:
+    """Runs the policy on a batch of rows and stamps the answer with the policy version that acted."""
+
+    def __init__(self, algorithm: Algorithm, converters: Converters, specs: RunSpecs,
+                 random_actions: tf.Variable, policy_version: tf.Variable):
+        self.algorithm, self.converters, self.specs = algorithm, converters, specs
+        self.random_actions, self.policy_version = random_actions, policy_version
+
+    def answer(self, time_step: Any, state: Nest, rows: Any) -> Answer:
+        version = self.policy_version.read_value()
+        action, state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
+                                  time_step, state, rows)
+        return Answer(action, state, info, version)
+
+
 class EnvThread:
-    """Steps one batched environment, asking its actor for every action."""
+    """Steps one batched environment, asking actor thread ``actor`` for every action
+    (``actor=None``: acting itself with ``policy``)."""
 
     def __init__(self, index: int, env: Environment, chain: TransformerChain, algorithm: Algorithm,
-                 specs: RunSpecs, queues: RunQueues, actor: int, unroll_length: int):
+                 specs: RunSpecs, queues: RunQueues, actor: int | None, policy: PolicyActor, unroll_length: int):
         self.index, self.env, self.chain, self.algorithm, self.specs = index, env, chain, algorithm, specs
         self.caller = EnvCaller(env, specs.raw_time_step)
         self.batch = env.batch_size
-        self.actor = actor
+        self.actor, self.policy = actor, policy
         # Kinds of queue (structure and shapes); the queues themselves come with each call, as handles.
-        self._kinds = (queues.actors[actor], queues.answers[index], queues.learner)
+        self._kinds = (None, None, queues.learner) if actor is None else (
+            queues.actors[actor], queues.answers[index], queues.learner)
         self.unroll_length = unroll_length
         self.env_steps = 0  # collected by this thread; read by the learner for summaries
         self.start = tf.function(self._start, autograph=False)
@@ -57,7 +80,9 @@ class EnvThread:
         return f"env {self.env.env_id!r}, copies {first}..{first + self.batch - 1}"
 
     def handles(self, queues: RunQueues) -> tuple:
-        return (queues.actors[self.actor].handle, queues.answers[self.index].handle, queues.learner.handle)
+        if self.actor is None:
+            return None, None, queues.learner.handle
+        return queues.actors[self.actor].handle, queues.answers[self.index].handle, queues.learner.handle
 
     def run(self, coordinator: Coordinator, queues: RunQueues) -> None:
         handles = self.handles(queues)
@@ -76,18 +101,23 @@ class EnvThread:
         return np.int64(getattr(self.env, "restarts", 0))
 
     def _queues(self, handles: tuple) -> tuple:
-        return tuple(kind.view(h) for kind, h in zip(self._kinds, handles))
+        return tuple(None if kind is None else kind.view(h) for kind, h in zip(self._kinds, handles))
 
     def _act(self, raw: Any, transformer_state: tuple, policy_state: Nest, handles: tuple) -> tuple:
         time_step, transformer_state, state = observe(self.chain, self.algorithm, raw, transformer_state,
                                                       policy_state, self.batch)
+        answer = self._ask(time_step, state, handles)
+        exp = Experience(*time_step, answer.action, answer.info, state)
+        return Carry(exp, transformer_state, answer.state), answer.version
+
+    def _ask(self, time_step: Any, state: Nest, handles: tuple) -> Answer:
+        if self.actor is None:
+            return self.policy.answer(time_step, state, self.batch)
         requests, answers, _ = self._queues(handles)
         thread = tf.fill([self.batch], tf.constant(self.index, tf.int32))
         sent = requests.enqueue(Request(time_step, state, thread))
         with tf.control_dependencies([sent]):
-            answer: Answer = answers.dequeue((self.batch_shape, self.batch_shape, self.batch_shape, []))
-        exp = Experience(*time_step, answer.action, answer.info, state)
-        return Carry(exp, transformer_state, answer.state), answer.version
+            return answers.dequeue((self.batch_shape, self.batch_shape, self.batch_shape, []))
 
     @property
     def batch_shape(self) -> list:
@@ -132,13 +162,10 @@ class EnvThread:
 class ActorThread:
     """Computes actions for the env threads it serves, batching their requests."""
 
-    def __init__(self, index: int, algorithm: Algorithm, converters: Converters, specs: RunSpecs,
-                 queues: RunQueues, served: list, random_actions: tf.Variable, policy_version: tf.Variable):
-        self.index, self.algorithm, self.converters, self.specs = index, algorithm, converters, specs
+    def __init__(self, index: int, policy: PolicyActor, queues: RunQueues, served: list):
+        self.index, self.policy = index, policy
         self.served = served  # indices of the env threads whose requests come to this actor
         self._kinds = (queues.actors[index], [queues.answers[i] for i in served])  # as in EnvThread
-        self.random_actions = random_actions
-        self.policy_version = policy_version
         # rollouts run and rows acted on, counted inside the graph; read by the learner for summaries
         self._calls = tf.Variable(0, dtype=tf.int64, trainable=False, name=f"actor_{index}_calls")
         self._rows = tf.Variable(0, dtype=tf.int64, trainable=False, name=f"actor_{index}_rows")
@@ -193,21 +220,18 @@ class ActorThread:
         answers = {i: kind.view(h) for i, kind, h in zip(self.served, self._kinds[1], handles[1])}
         request = self._take_requests(requests)
         rows = tf.shape(request.thread)[0]
-        version = self.policy_version.read_value()
-        action, state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
-                                  request.time_step, request.state, rows)
-        answered = [self._answer(answers[i], i, request.thread, (action, state, info), version)
-                    for i in self.served]
+        answer = self.policy.answer(request.time_step, request.state, rows)
+        answered = [self._answer(answers[i], i, request.thread, answer) for i in self.served]
         with tf.control_dependencies(answered):
             return tf.identity(rows)
 
-    def _answer(self, queue: Any, thread: int, threads: Any, outputs: tuple, version: Any) -> Any:
+    def _answer(self, queue: Any, thread: int, threads: Any, answer: Answer) -> Any:
         """Send env thread ``thread`` its rows, if it asked in this batch."""
         rows = tf.reshape(tf.where(tf.equal(threads, thread)), [-1])
 
         def send():
-            action, state, info = tf.nest.map_structure(lambda t: tf.gather(t, rows), outputs)
-            sent = queue.enqueue(Answer(action, state, info, version))
+            action, state, info = tf.nest.map_structure(lambda t: tf.gather(t, rows), answer[:3])
+            sent = queue.enqueue(Answer(action, state, info, answer.version))
             with tf.control_dependencies([sent]):
                 return tf.constant(True)
 

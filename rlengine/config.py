@@ -69,7 +69,8 @@ class AsyncConfig:
     """The asynchronous pipeline's settings (TOML section ``[async]``; used when train.driver = "async")."""
 
     num_env_threads: int = attrs.field(default=4, validator=_positive)  # threads, each stepping one batched env
-    num_actor_threads: int = attrs.field(default=1, validator=_positive)  # env thread i asks actor i % this
+    # env thread i asks actor i % this; 0: each env thread acts itself (nothing to batch over threads)
+    num_actor_threads: int = attrs.field(default=1, validator=_non_negative)
     env_batch_sizes: list = attrs.field(factory=list)  # copies per env thread; empty: train.num_envs split evenly
     first_env_ids: list = attrs.field(factory=list)  # env id of each thread's first copy; empty: consecutive
     actor_queue_capacity: int = attrs.field(default=0, validator=_non_negative)  # requests; 0: env threads served

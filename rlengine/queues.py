@@ -6,6 +6,9 @@ Data flows through three kinds of queue::
     env thread i ◀──actions── return queue i ◀──────────────── actor thread
     env thread i ──unroll───▶ learner queue ──────────────────▶ learner (main thread)
 
+With no actor threads (``async.num_actor_threads = 0``) each env thread
+computes its own actions and only the learner queue exists.
+
 A nest is flattened into the queue's components and packed again on the
 way out, so any structure the algorithm chose for its state and info
 travels as plain tensors. Requests and unrolls of different env threads
@@ -125,7 +128,7 @@ class RunQueues:
                        for a in range(num_actors)]
         self.answers = [NestQueue(self.answer_structure, 1, f"return_queue_{i}",
                                   shapes=_answer_shapes(self.answer_structure, b))
-                        for i, b in enumerate(batch_sizes)]
+                        for i, b in enumerate(batch_sizes) if num_actors]
         self.learner = NestQueue(unroll, learner_capacity, "learner_queue")
 
     def all(self) -> list:
@@ -140,7 +143,10 @@ class RunQueues:
         def level(queues: list) -> float:
             return sum(float(q.size()) / q.capacity for q in queues) / len(queues)
 
-        return {"async/actor_queue_fill": level(self.actors), "async/learner_queue_fill": level([self.learner])}
+        levels = {"async/learner_queue_fill": level([self.learner])}
+        if self.actors:
+            levels["async/actor_queue_fill"] = level(self.actors)
+        return levels
 
 
 def _answer_shapes(structure: Answer, batch: int) -> list:

@@ -85,7 +85,7 @@ class Trainer:
             steps = step.env_steps or self.steps_per_iteration
             run.env_steps += steps
             exp = step.experience
-            stats.add(exp.step_type[1:].numpy(), exp.reward[1:].numpy(), exp.env_id[0].numpy())
+            stats.add(exp.step_type.numpy()[1:], exp.reward.numpy()[1:], exp.env_id.numpy()[0])  # numpy slices: no TF op
             metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
             metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
             metrics.update(step.metrics)

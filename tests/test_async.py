@@ -4,12 +4,16 @@ import random
 import threading
 import time
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
+from rlengine import hookimpl
 from rlengine.build import build_components
+from rlengine.data import StepType
 from rlengine.engine import Engine
 from rlengine.errors import ConfigError, WorkerError
-from rlengine.testing import MemoryWriter, reset_fault_plan, testing_plugin, tiny_config
+from rlengine.testing import MemoryWriter, ToyQAlgorithm, reset_fault_plan, testing_plugin, tiny_config
 from rlengine.testing_echo import echo_plugin
 
 
@@ -30,9 +34,10 @@ def worker_threads():
     return [t.name for t in threading.enumerate() if t.name.startswith(("env thread", "actor thread"))]
 
 
-def test_every_env_thread_gets_exactly_its_own_actions(tmp_path):
+@pytest.mark.parametrize("actors", [2, 0])  # 0: each env thread acts itself
+def test_every_env_thread_gets_exactly_its_own_actions(tmp_path, actors):
     """Uneven batches, two actors: EchoEnv raises on any action computed for another copy or step."""
-    engine = Engine(echo_config(tmp_path), extra_plugins=_plugins())
+    engine = Engine(echo_config(tmp_path, actors=actors), extra_plugins=_plugins())
     result = engine.train()
     assert result.env_steps >= 600
     assert worker_threads() == []
@@ -56,9 +61,9 @@ def test_stats_count_episodes_of_every_copy(tmp_path):
     assert all(r["async/policy_lag"] >= 0 for r in rows if "async/policy_lag" in r)
 
 
-@pytest.mark.parametrize("where", ["env", "algorithm"])
-def test_a_failing_thread_stops_the_run_naming_it(tmp_path, where):
-    cfg = echo_config(tmp_path, steps=100_000)
+@pytest.mark.parametrize("where, actors", [("env", 2), ("algorithm", 2), ("algorithm", 0)])
+def test_a_failing_thread_stops_the_run_naming_it(tmp_path, where, actors):
+    cfg = echo_config(tmp_path, steps=100_000, actors=actors)
     cfg["train"]["max_env_restarts"] = 0  # the first env error stops the run (no recreation)
     cfg["echo"]["env_fails_at_step" if where == "env" else "policy_fails_at_step"] = 7 if where == "env" else 3
     engine = Engine(cfg, extra_plugins=_plugins())
@@ -69,8 +74,8 @@ def test_a_failing_thread_stops_the_run_naming_it(tmp_path, where):
     assert time.monotonic() - started < 30
     if where == "env":
         assert "env thread" in message and "echo" in message and "fail at step 7" in message
-    else:
-        assert "actor thread" in message and "fails at this step" in message
+    else:  # without actor threads the env thread that ran the policy is named
+        assert ("actor thread" if actors else "env thread") in message and "fails at this step" in message
     assert "\n" not in message
     assert worker_threads() == []
 
@@ -117,6 +122,47 @@ def test_start_and_stop_at_random_moments_leaves_no_thread(tmp_path):
                 pipeline.iterate(None, 0)
             assert pipeline.stop() == [], f"trial {trial}: threads still alive"
             assert worker_threads() == []
+    finally:
+        components.close()
+
+
+class RoomyToyQ(ToyQAlgorithm):
+    replay_capacity = 300  # holds every row of the test: none overwritten
+
+
+class Roomy:
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("toy-q-roomy", RoomyToyQ)
+
+
+@pytest.mark.parametrize("actors", [1, 0])
+def test_off_policy_replay_stores_every_collected_row_once_and_cuts_episodes_at_a_restart(tmp_path, actors):
+    cfg = tiny_config(str(tmp_path / "run"), algorithm="toy-q-roomy", num_envs=3, num_env_steps=10**9, eval_interval=0,
+                      driver="async")
+    cfg["async"] = {"num_env_threads": 2, "num_actor_threads": actors, "env_batch_sizes": [1, 2]}
+    engine = Engine(cfg, extra_plugins=[*_plugins(), ("roomy", Roomy())])
+    components = build_components(engine.config, engine.plugins, str(tmp_path / "run"), writers=False)
+    pipeline, buffer = components.pipeline, components.buffer
+    leaves = tf.nest.pack_sequence_as(buffer._layout.spec, list(range(len(buffer._storage))))
+    per_env, step_types = buffer._layout.per_env, buffer._storage[leaves.step_type]
+    expected = np.zeros(3, np.int64)
+    try:
+        for cycle in range(2):  # the second start resets the envs: each thread stores its first row again
+            pipeline.start()
+            unrolls = np.zeros(3, np.int64)
+            for _ in range(5):  # past toy-q's warm-up (8 env steps), so replay updates run too
+                iteration = pipeline.iterate(None, int(expected.sum() + unrolls.sum() * 4))
+                unrolls[iteration.experience.env_id.numpy()[0]] += 1
+            pipeline.stop()
+            expected += np.where(unrolls > 0, 1 + 4 * unrolls, 0)  # row 0 once per start, then rows 1..4
+            heads = buffer._head.numpy()
+            np.testing.assert_array_equal(heads, expected)
+            if cycle == 0:
+                last_before_restart = heads.copy()
+        assert heads.max() <= per_env  # nothing overwritten yet: the rows before the restart are still held
+        newest_before = step_types.numpy()[np.arange(3), (last_before_restart - 1) % per_env]
+        assert (newest_before == StepType.LAST).all()  # no replayed transition joins the two starts
     finally:
         components.close()
 

@@ -194,7 +194,7 @@ class AsyncPipeline:
     # -- off-policy: one graph call per iteration ------------------------------------
     def _receive_off_policy(self, env_steps: int) -> tuple:
         """Store the next unroll and, after warm-up, train from replay: one graph call, since on two
-        cores every eager op between calls (a dequeue, ten ``ensure_shape``) slowed the learner."""
+        cores every eager op between calls (a dequeue, an ``ensure_shape`` per leaf) slowed the learner."""
         warming_up = env_steps < self.algorithm.initial_collect_steps  # as the sync driver decides it
         if warming_up != self._collecting_at_random:
             self.random_actions.assign(warming_up)
@@ -242,8 +242,7 @@ class AsyncPipeline:
         begin = tf.where(first, 0, 1)
         rows = tf.nest.map_structure(lambda x: tf.reshape(x[begin:], [-1, *x.shape[2:]]), unroll.experience)
         self.buffer.add(rows)
-        with tf.control_dependencies(tf.nest.flatten(rows)):
-            marked = self.first_row_stored.scatter_nd_update([[unroll.thread]], [True])
+        marked = self.first_row_stored.scatter_nd_update([[unroll.thread]], [True])  # after the read above
         with tf.control_dependencies([marked]):
             return tf.constant(True)
 

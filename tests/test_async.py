@@ -127,7 +127,7 @@ def test_start_and_stop_at_random_moments_leaves_no_thread(tmp_path):
 
 
 class RoomyToyQ(ToyQAlgorithm):
-    replay_capacity = 300  # holds every row of the test: none overwritten
+    replay_capacity = 600  # 200 rows a copy hold every row of the test: none overwritten
 
 
 class Roomy:
@@ -151,10 +151,13 @@ def test_off_policy_replay_stores_every_collected_row_once_and_cuts_episodes_at_
         for cycle in range(2):  # the second start resets the envs: each thread stores its first row again
             pipeline.start()
             unrolls = np.zeros(3, np.int64)
-            for _ in range(5):  # past toy-q's warm-up (8 env steps), so replay updates run too
+            for i in range(20):  # past toy-q's warm-up (8 env steps), so replay updates run too
                 iteration = pipeline.iterate(None, int(expected.sum() + unrolls.sum() * 4))
                 unrolls[iteration.experience.env_id.numpy()[0]] += 1
+                if i >= 4 and unrolls.min() > 0:  # every thread's unrolls reached replay
+                    break
             pipeline.stop()
+            assert unrolls.min() > 0, f"start {cycle}: an env thread delivered nothing in 20 unrolls: {unrolls}"
             expected += np.where(unrolls > 0, 1 + 4 * unrolls, 0)  # row 0 once per start, then rows 1..4
             heads = buffer._head.numpy()
             np.testing.assert_array_equal(heads, expected)

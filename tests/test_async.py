@@ -36,7 +36,7 @@ def worker_threads():
 
 @pytest.mark.parametrize("actors", [2, 0])  # 0: each env thread acts itself
 def test_every_env_thread_gets_exactly_its_own_actions(tmp_path, actors):
-    """Uneven batches, two actors: EchoEnv raises on any action computed for another copy or step."""
+    """Uneven batches, two actors or none: EchoEnv raises on any action computed for another copy or step."""
     engine = Engine(echo_config(tmp_path, actors=actors), extra_plugins=_plugins())
     result = engine.train()
     assert result.env_steps >= 600
@@ -108,8 +108,9 @@ def test_a_hanging_in_process_env_stops_the_run_naming_it(tmp_path):
     assert worker_threads() == []
 
 
-def test_start_and_stop_at_random_moments_leaves_no_thread(tmp_path):
-    cfg = echo_config(tmp_path, steps=10**9)
+@pytest.mark.parametrize("actors", [2, 0])
+def test_start_and_stop_at_random_moments_leaves_no_thread(tmp_path, actors):
+    cfg = echo_config(tmp_path, steps=10**9, actors=actors)
     engine = Engine(cfg, extra_plugins=_plugins())
     components = build_components(engine.config, engine.plugins, str(tmp_path / "run"), writers=False)
     pipeline = components.pipeline

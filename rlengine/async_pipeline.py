@@ -31,7 +31,7 @@ from rlengine.errors import ConfigError, WorkerError
 from rlengine.faults import EnvironmentFault, EnvironmentTimeout
 from rlengine.interfaces import Algorithm
 from rlengine.learner import Learner
-from rlengine.pipelines import Iteration
+from rlengine.pipelines import Iteration, rows_to_store
 from rlengine.queues import RunQueues, Unroll
 
 WATCH_INTERVAL = 0.5  # seconds between the watchdog's looks at the in-process environments
@@ -89,8 +89,7 @@ class AsyncPipeline:
         if watched:
             self.coordinator.start("env watchdog", lambda: self._watch(watched, self.coordinator))
         self.started = True
-        self._last_counts = (time.perf_counter(), sum(t.env_steps for t in self.env_threads),
-                             sum(a.calls for a in self.actors), sum(a.rows for a in self.actors))
+        self._last_counts = self._counts()
 
     def _runner(self, worker: Any) -> Any:
         coordinator, queues = self.coordinator, self.queues
@@ -140,11 +139,9 @@ class AsyncPipeline:
 
     def _stage_rates(self, consumed: int) -> dict:
         """Throughput of each stage since the previous iteration (counters read without locks)."""
-        now = time.perf_counter()
-        collected = sum(t.env_steps for t in self.env_threads)
-        calls, rows = sum(a.calls for a in self.actors), sum(a.rows for a in self.actors)
+        now, collected, calls, rows = counts = self._counts()
         last_time, last_collected, last_calls, last_rows = self._last_counts
-        self._last_counts = (now, collected, calls, rows)
+        self._last_counts = counts
         dt = max(now - last_time, 1e-9)
         rates = {"async/env_steps_per_sec_collected": (collected - last_collected) / dt,
                  "async/env_steps_per_sec_learned": consumed / dt}
@@ -152,6 +149,11 @@ class AsyncPipeline:
             rates["async/actor_calls_per_sec"] = (calls - last_calls) / dt
             rates["async/actor_rows_per_call"] = (rows - last_rows) / max(calls - last_calls, 1)
         return rates
+
+    def _counts(self) -> tuple:
+        """``(time, env steps collected, actor calls, actor rows)`` so far."""
+        return (time.perf_counter(), sum(t.env_steps for t in self.env_threads),
+                sum(a.calls for a in self.actors), sum(a.rows for a in self.actors))
 
     def _call(self, function: Any, *args: Any) -> Any:
         """One learner graph call that dequeues an unroll; a closed queue re-raises the worker's error."""
@@ -238,10 +240,8 @@ class AsyncPipeline:
 
     def _store(self, unroll: Unroll) -> Any:
         """Rows in time order, flattened; row 0 only the first time (later it repeats a stored row)."""
-        first = tf.logical_not(self.first_row_stored[unroll.thread])
-        begin = tf.where(first, 0, 1)
-        rows = tf.nest.map_structure(lambda x: tf.reshape(x[begin:], [-1, *x.shape[2:]]), unroll.experience)
-        self.buffer.add(rows)
+        begin = tf.where(self.first_row_stored[unroll.thread], 1, 0)
+        self.buffer.add(rows_to_store(unroll.experience, begin))
         marked = self.first_row_stored.scatter_nd_update([[unroll.thread]], [True])  # after the read above
         with tf.control_dependencies([marked]):
             return tf.constant(True)

@@ -37,6 +37,12 @@ class Iteration(NamedTuple):
     dropped: bool = False  # the env restarted during the unroll: it was neither stored nor trained
 
 
+def rows_to_store(experience: Any, begin: Any = 1) -> Any:
+    """Rows ``begin..T`` of a ``[T + 1, B]`` unroll in time order, flattened to ``[N]``: one replay add
+    (one sum-tree update) per unroll. Row 0 repeats the previous unroll's last row, so usually begin = 1."""
+    return tf.nest.map_structure(lambda x: tf.reshape(x[begin:], [-1, *x.shape[2:]]), experience)
+
+
 class OnPolicyPipeline:
     def __init__(self, driver: SyncDriver, learner: Learner):
         self.driver, self.learner = driver, learner
@@ -91,8 +97,7 @@ class OffPolicyPipeline:
         return carry
 
     def _store(self, experience: Any) -> None:
-        # rows 1..T in time order, flattened: one add (one sum-tree update) per unroll
-        self.buffer.add(tf.nest.map_structure(lambda x: tf.reshape(x[1:], [-1, *x.shape[2:]]), experience))
+        self.buffer.add(rows_to_store(experience))
 
     def iterate(self, carry: Carry, env_steps: int) -> Iteration:
         warming_up = env_steps < self.algorithm.initial_collect_steps

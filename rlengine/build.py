@@ -109,14 +109,14 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
     """Fail early, with close matches, on any plugin name the config uses but nobody registered, and on
     async settings that cannot run; then size TensorFlow's runtime for the run."""
     cfg, reg = config.train, plugins.registries
-    reg.algorithms.get(cfg.algorithm)
+    algorithm_class = reg.algorithms.get(cfg.algorithm).obj
     environment_class(config, plugins)
     for name in cfg.transformers:
         reg.transformers.get(name)
     for name in cfg.writers:
         reg.writers.get(name)
     if cfg.driver == "async":  # settings that cannot run are refused before anything is written
-        thread_layout(cfg, config.section("async", AsyncConfig), not reg.algorithms.get(cfg.algorithm).obj.off_policy)
+        thread_layout(cfg, config.section("async", AsyncConfig), not algorithm_class.off_policy)
     prepare_runtime(runtime_threads(config))
 
 

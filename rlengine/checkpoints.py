@@ -34,7 +34,7 @@ import tensorflow as tf
 
 from rlengine import random as run_random
 from rlengine.driver import Carry, EpisodeStats
-from rlengine.errors import RLEngineError
+from rlengine.errors import RLEngineError, telling_line
 
 MARKER = ".complete"
 _NAME = re.compile(r"^ckpt-(\d+)(\.index|\.data-\d+-of-\d+|_temp.*|\.complete|\.complete\.tmp-\d+)$")
@@ -95,7 +95,7 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _write_atomically(path: str, text: str) -> None:
+def write_atomically(path: str, text: str) -> None:
     """``path`` is either its old content or all of ``text``, even after a crash."""
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -235,11 +235,11 @@ class RunCheckpoints:
                 _fsync(os.path.join(self.directory, name))
                 files[name] = os.path.getsize(os.path.join(self.directory, name))
         marker = {"iteration": number, "env_steps": run.env_steps, "time": time.time(), "files": files}
-        _write_atomically(os.path.join(self.directory, f"ckpt-{number}{MARKER}"), json.dumps(marker))
+        write_atomically(os.path.join(self.directory, f"ckpt-{number}{MARKER}"), json.dumps(marker))
         self._prune(number)
         # TensorFlow's own index (tf.train.latest_checkpoint), for tools; the markers are what counts here
         kept = [os.path.basename(p) for _, p, _ in reversed(complete_checkpoints(self.directory))]
-        _write_atomically(os.path.join(self.directory, "checkpoint"), f'model_checkpoint_path: "ckpt-{number}"\n'
+        write_atomically(os.path.join(self.directory, "checkpoint"), f'model_checkpoint_path: "ckpt-{number}"\n'
                           + "".join(f'all_model_checkpoint_paths: "{name}"\n' for name in kept))
         return prefix
 
@@ -293,7 +293,7 @@ class RunCheckpoints:
                 self.checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
                 return
             except (tf.errors.OpError, AssertionError, ValueError) as exc:
-                errors.append(f"{os.path.basename(prefix)}: {str(exc).splitlines()[0] if str(exc) else exc!r}")
+                errors.append(f"{os.path.basename(prefix)}: {telling_line(str(exc)) or repr(exc)}")
         raise CheckpointError(
             f"no checkpoint in {self.directory!r} fits this run ({errors[0]}); it was written by a run with "
             "another algorithm or network shape: train into a new --root-dir")

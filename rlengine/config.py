@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from rlengine.errors import ConfigError, close_matches
+from rlengine.errors import ConfigError, close_matches, telling_line
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -167,7 +167,8 @@ def make_section(section: str, cls: type, values: Any) -> Any:
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid value in [{section}]: {_first_line(exc)}") from None
+        # attrs validators say "'num_envs' must be > 0: 0", which names the key
+        raise ConfigError(f"invalid value in [{section}]: {telling_line(str(exc)) or type(exc).__name__}") from None
 
 
 def _check_type(key: str, value: Any, hint: Any) -> None:
@@ -200,11 +201,6 @@ def _allowed_types(hint: Any) -> Optional[tuple]:
     if origin is dict or hint is dict:
         return (dict,)
     return (hint,) if isinstance(hint, type) else None
-
-
-def _first_line(exc: BaseException) -> str:
-    # attrs validators say "'num_envs' must be > 0: 0", which names the key.
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _asdict(cfg: Any) -> dict:

@@ -23,7 +23,7 @@ import tomli_w
 
 from rlengine import random as run_random
 from rlengine.build import Components, build_components, check_names, config_classes
-from rlengine.checkpoints import check_resumable, newest_checkpoint
+from rlengine.checkpoints import check_resumable, checkpoint_dir, newest_checkpoint, write_atomically
 from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_config, read_toml
 from rlengine.errors import RLEngineError
 from rlengine.plugins import Plugins, build_plugins
@@ -126,13 +126,12 @@ class Engine:
         environments are closed on exit.
         """
         cfg = self.config.train
-        checkpoint_dir = os.path.join(cfg.root_dir, "checkpoints")
         latest = newest_checkpoint(cfg.root_dir) if cfg.root_dir else None
         if latest is None:
             if not cfg.root_dir:
                 raise RLEngineError("no run directory to restore from: set train.root_dir to one that "
                                     "'rlengine train' wrote")
-            raise RLEngineError(f"no checkpoint in {checkpoint_dir!r} yet: train first (rlengine train "
+            raise RLEngineError(f"no checkpoint in {checkpoint_dir(cfg.root_dir)!r} yet: train first (rlengine train "
                                 f"--root-dir {cfg.root_dir}), or wait for the run's first checkpoint")
         seed_everything(cfg.seed)
         components = build_components(self.config, self.plugins, cfg.root_dir, writers=False)
@@ -159,16 +158,6 @@ def _chooses_algorithm_or_env(overrides: list) -> bool:
 def default_root_dir(algorithm: str, env: str) -> str:
     safe_env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env)
     return os.path.join("runs", f"{algorithm}-{safe_env}-{time.strftime('%Y%m%d-%H%M%S')}")
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Write ``text`` so that ``path`` is either the old file or the whole new one."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def seed_everything(seed: int) -> None:

@@ -54,7 +54,7 @@ class WorkerError(RLEngineError):
 
     @classmethod
     def of(cls, thread: str, what: str, error: BaseException) -> "WorkerError":
-        first = _telling_line(str(error))
+        first = telling_line(str(error))
         where = f"{thread} ({what})" if what else thread
         err = cls(f"{where} failed: {type(error).__name__}: {first}")
         err.__cause__ = error
@@ -62,7 +62,7 @@ class WorkerError(RLEngineError):
         return err
 
 
-def _telling_line(message: str) -> str:
+def telling_line(message: str) -> str:
     """The line of an error message that says what went wrong.
 
     TensorFlow's graph errors open with "Graph execution error:" and the

@@ -44,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine.data import TimeStep
-from rlengine.errors import RLEngineError
+from rlengine.errors import RLEngineError, telling_line
 from rlengine.interfaces import Environment
 
 #: Seed added per restart: the new copies do not replay the episodes of the old ones,
@@ -64,10 +64,6 @@ class EnvironmentTimeout(EnvironmentFault):
 
 class NonFiniteObservation(EnvironmentFault):
     """An environment returned NaN or infinity."""
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [""])[0]
 
 
 def _leaf_paths(nest: Any, prefix: str) -> list[str]:
@@ -208,7 +204,7 @@ class GuardedEnvironment(Environment):
             self.restarts += 1
             self._busy_with, self.busy_since = "reset", time.perf_counter()  # each attempt gets the whole timeout
             print(f"rlengine: warning: {self.name} ({self.copies}): {what}() raised {type(error).__name__}: "
-                  f"{_first_line(error)}; recreated it (restart {self.restarts} of {self.max_restarts}, "
+                  f"{telling_line(str(error))}; recreated it (restart {self.restarts} of {self.max_restarts}, "
                   "the unroll in progress is dropped)", file=sys.stderr)
             try:
                 return self._make(self.seed + self.restarts * RESTART_SEED_STRIDE).reset()
@@ -228,7 +224,7 @@ class GuardedEnvironment(Environment):
         raise error
 
     def _exhausted_error(self, what: str, error: Exception) -> EnvironmentFault:
-        raised = f"{what}() raised {type(error).__name__}: {_first_line(error)}"
+        raised = f"{what}() raised {type(error).__name__}: {telling_line(str(error))}"
         if self.restarts_key is None:
             return EnvironmentFault(f"{self.name} ({self.copies}): {raised}; it is not restarted; fix the environment")
         return EnvironmentFault(

@@ -56,7 +56,8 @@ class OnPolicyPipeline:
         (experience, carry), dropped = self.faults.run(self.driver.run, carry)
         t1 = time.perf_counter()
         losses = {} if dropped else self.learner.train(experience)  # the carry goes on from the fresh env
-        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1, dropped=dropped)
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1,
+                         metrics=self.faults.metrics(), dropped=dropped)
 
 
 class ReplayAllPipeline(OnPolicyPipeline):
@@ -80,7 +81,8 @@ class ReplayAllPipeline(OnPolicyPipeline):
         (experience, replayed, carry), dropped = self.faults.run(self.collect, carry)
         t1 = time.perf_counter()
         losses = {} if dropped else self.learner.train(replayed)  # the buffer is already cleared
-        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1, dropped=dropped)
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1,
+                         metrics=self.faults.metrics(), dropped=dropped)
 
 
 class OffPolicyPipeline:
@@ -111,4 +113,5 @@ class OffPolicyPipeline:
             self.store(experience)
         t1 = time.perf_counter()
         losses = {} if warming_up or dropped else self.learner.train_from_replay(self.num_updates)
-        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1, dropped=dropped)
+        return Iteration(experience, carry, losses, t1 - t0, time.perf_counter() - t1,
+                         metrics=self.faults.metrics(), dropped=dropped)

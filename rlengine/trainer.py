@@ -123,9 +123,6 @@ class Trainer:
         metrics["time/training"] = self.train_time()
         metrics["time/summaries"] = self.summary_time
         metrics["train/skipped_updates"] = float(self.run.components.learner.skipped_updates.numpy())
-        faults = getattr(self.run.components.pipeline, "faults", None)  # env restarts, dropped unrolls
-        if faults is not None:
-            metrics.update(faults.metrics())
         return metrics
 
     def _base_metrics(self) -> dict:

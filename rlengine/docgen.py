@@ -18,7 +18,7 @@ import textwrap
 from typing import Callable
 
 from rlengine import hookspecs
-from rlengine.docgen_config import config_reference
+from rlengine.docgen_config import config_reference, table_cell
 
 DOCS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
 HOOKS_PAGE = os.path.join(DOCS_DIR, "hooks.md")
@@ -120,7 +120,7 @@ def _argument_row(action: argparse.Action) -> str:
             name += " ..."
     repeatable = isinstance(action, argparse._AppendAction) and "repeatable" not in (action.help or "")
     repeat = " (repeatable)" if repeatable else ""
-    return f"| {_code(name)} | {_default(action)} | {_cell(action.help or '')}{repeat} |"
+    return f"| {_code(name)} | {_default(action)} | {table_cell(action.help or '')}{repeat} |"
 
 
 def _metavar(action: argparse.Action, fallback: str) -> str:
@@ -144,10 +144,6 @@ def _code(text: str) -> str:
     if "|" in text:
         return "<code>" + text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "&#124;") + "</code>"
     return f"`{text}`"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def _sentence(text: str) -> str:

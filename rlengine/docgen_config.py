@@ -13,6 +13,7 @@ documented, so the page is the same whatever else is installed.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import io
 import textwrap
@@ -34,6 +35,7 @@ class FieldSource:
     comment: str
 
 
+@functools.cache  # a class's source is parsed once, not once per field
 def field_sources(cls: type) -> dict[str, FieldSource]:
     """Field name -> annotation text and comment, as written in ``cls``'s own body."""
     try:
@@ -131,21 +133,21 @@ def section_table(title: str, intro: str, cls: type) -> list[str]:
     lines += ["| key | type | default | meaning |", "|---|---|---|---|"]
     for f in fields:
         row = describe_field(cls, f)
-        lines.append("| " + " | ".join(_cell(row[k]) for k in ("key", "type", "default", "meaning"))
+        lines.append("| " + " | ".join(table_cell(row[k]) for k in ("key", "type", "default", "meaning"))
                      + " |")
     return lines + [""]
 
 
-def _cell(text: str) -> str:
-    """Table-cell text: pipes escaped, and ``<name>`` kept as text rather than read as an HTML tag."""
-    return text.replace("|", "\\|").replace("<", "&lt;")
+def table_cell(text: str) -> str:
+    """Table-cell text on one line: pipes escaped, and ``<name>`` kept as text rather than read as an HTML tag."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def engine_sections() -> Iterator[tuple[str, type]]:
     """``(section, class)`` of each section the engine itself owns (``train``, ``async``, ...)."""
-    from rlengine import config
+    from rlengine.config import CORE_SECTIONS
 
-    yield from getattr(config, "CORE_SECTIONS", {"train": config.TrainConfig}).items()
+    yield from CORE_SECTIONS.items()
 
 
 def plugin_sections() -> Iterator[tuple[str, str, str, type]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import tensorflow as tf
 
-from rlengine_algorithms.actor_critic import ActorCritic, ActorCriticConfig, BatchInfo
+from rlengine_algorithms.actor_critic import ActorCritic, ActorCriticConfig, BatchInfo, _schedules, _unit
 
 
 @attrs.define(kw_only=True)
@@ -13,13 +13,13 @@ class PPOConfig(ActorCriticConfig):
     """Options of ``ppo`` (TOML section ``[ppo]``), on top of the actor-critic ones."""
 
     learning_rate: float = attrs.field(default=3e-4, validator=attrs.validators.gt(0))
-    gae_lambda: float = attrs.field(default=0.95, validator=attrs.validators.and_(attrs.validators.ge(0), attrs.validators.le(1)))
+    gae_lambda: float = attrs.field(default=0.95, validator=_unit)
     num_epochs: int = attrs.field(default=10, validator=attrs.validators.gt(0))
     mini_batch_size: int = attrs.field(default=64, validator=attrs.validators.ge(0))
     normalize_advantages: bool = True
     clip_range: float = attrs.field(default=0.2, validator=attrs.validators.gt(0))  # ratio kept in [1 - this, 1 + this]
     #: "linear": clip_range decays to 0 by the end of train.num_env_steps
-    clip_schedule: str = attrs.field(default="constant", validator=attrs.validators.in_(["constant", "linear"]))
+    clip_schedule: str = attrs.field(default="constant", validator=_schedules)
     value_clip_range: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))  # 0: off
 
 

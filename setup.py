@@ -17,13 +17,12 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "gymnasium>=1.0,<2"],
-        # rlengine play --record (GIF via Pillow, MP4 via imageio-ffmpeg; pygame draws
-        # Gymnasium's classic-control frames) and rlengine plot; imported only by those commands.
-        "tools": ["matplotlib>=3.7", "imageio>=2.31", "imageio-ffmpeg>=0.4.9", "pillow>=10", "pygame>=2.1"],
+        # eval, play, export and plot are the rlengine-tools plugin (plugins/tools), with its dependencies.
     },
     entry_points={
         "console_scripts": ["rlengine=rlengine.cli:main"],
-        # The core's own built-ins load through the same group as any plugin.
-        "rlengine": ["builtin-distributions = rlengine.builtin.distributions"],
+        # The core's own plugins (pipelines, commands, distributions) are registered by module name,
+        # through the same hooks, before any entry point of the `rlengine` group (rlengine/plugin/builtin.py).
     },
+    package_data={"rlengine.config": ["default.toml"]},
 )

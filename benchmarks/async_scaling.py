@@ -32,16 +32,16 @@ import time
 
 from runs import first_reaching, train_in_fresh_process
 
-from rlengine.build import build_components, config_classes
+from rlengine.run.build import build_components, config_classes
 from rlengine.config import build_config
-from rlengine.plugins import build_plugins
+from rlengine.plugin.manager import build_plugins
 
 NUM_ENVS, THREADS, UNROLL, LATENCY = 16, 4, 32, 0.002
 
 
 def components_for(plugins, driver: str, vectorization: str):
     raw = {"train": {"algorithm": "ppo", "env": "rlengine/SlowCartPole-v1", "num_envs": NUM_ENVS,
-                     "unroll_length": UNROLL, "writers": [], "driver": driver},
+                     "unroll_length": UNROLL, "writers": [], "pipeline": driver},
            "gym": {"vectorization": vectorization, "make_kwargs": {"latency": LATENCY}},
            "async": {"num_env_threads": THREADS, "num_actor_threads": 1}}
     return build_components(build_config(raw, config_classes(plugins)), plugins, tempfile.mkdtemp())
@@ -102,8 +102,8 @@ def collection(seconds: float) -> None:
 def sac_to_200(seeds: int) -> None:
     results = {}
     variants = (("sync", []),
-                ("async, 1 actor thread", ['train.driver="async"', "async.num_env_threads=1"]),
-                ("async, env thread acts", ['train.driver="async"', "async.num_env_threads=1",
+                ("async, 1 actor thread", ['train.pipeline="async"', "async.num_env_threads=1"]),
+                ("async, env thread acts", ['train.pipeline="async"', "async.num_env_threads=1",
                                             "async.num_actor_threads=0"]))
     for name, overrides in variants:
         times = []

@@ -2,7 +2,7 @@
 
 Builds the components of a SAC/Pendulum run exactly as ``rlengine train``
 does (``replay_capacity`` rows, ``num_envs`` copies), fills the buffer with
-random Pendulum rows, then times :class:`rlengine.checkpoints.RunCheckpoints`
+random Pendulum rows, then times :class:`rlengine.run.checkpoints.RunCheckpoints`
 ``save`` (write, fsync, mark complete) and the restore a resumed run does,
 and prints the size of the checkpoint files next to the rows' raw bytes.
 The same for a checkpoint without the buffer (``train.checkpoint_replay = false``).
@@ -19,11 +19,11 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from rlengine.build import build_components
-from rlengine.checkpoints import RunCheckpoints, newest_checkpoint
-from rlengine.driver import EpisodeStats
-from rlengine.engine import Engine, seed_everything
-from rlengine.trainer import Run
+from rlengine.run.build import build_components
+from rlengine.run.checkpoints import RunCheckpoints, newest_checkpoint
+from rlengine.run.episodes import EpisodeStats
+from rlengine.run.engine import Engine, seed_everything
+from rlengine.run.trainer import Run
 
 CHUNK = 100_000  # rows per add() call while filling
 
@@ -59,9 +59,9 @@ def measure(rows: int, num_envs: int, keep_replay: bool, saves: int) -> dict:
     root = tempfile.mkdtemp(prefix="rlengine-ckpt-bench-")
     run = build_run(rows, num_envs, keep_replay, root)
     try:
-        raw = fill(run.components.buffer, num_envs) if keep_replay else 0
+        raw = fill(run.internals.buffer, num_envs) if keep_replay else 0
         checkpoints = RunCheckpoints(run)
-        carry, stats = run.components.driver.start(), EpisodeStats(num_envs)
+        carry, stats = run.internals.driver.start(), EpisodeStats(num_envs)
         write_times = []
         for i in range(1, saves + 1):
             run.iteration, run.env_steps = i, i * 4
@@ -75,7 +75,7 @@ def measure(rows: int, num_envs: int, keep_replay: bool, saves: int) -> dict:
         checkpoints.checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
         restore_time = time.perf_counter() - t0
     finally:
-        run.components.close()
+        run.internals.close()
     return {"raw": raw, "size": size, "write": statistics.median(write_times), "restore": restore_time}
 
 

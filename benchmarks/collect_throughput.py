@@ -16,9 +16,9 @@ import time
 import gymnasium
 import numpy as np
 
-from rlengine.build import build_components, config_classes
+from rlengine.run.build import build_components, config_classes
 from rlengine.config import DEFAULT_CONFIG, apply_overrides, build_config, read_toml
-from rlengine.plugins import build_plugins
+from rlengine.plugin.manager import build_plugins
 
 UNROLL = 32
 

@@ -23,8 +23,8 @@ import time
 
 import tensorflow as tf
 
-from rlengine.data import Experience
-from rlengine.replay import ReplayBuffer
+from rlengine.api.data import Experience
+from rlengine.learn.replay import ReplayBuffer
 
 SPEC = Experience(
     step_type=tf.TensorSpec([], tf.int32),

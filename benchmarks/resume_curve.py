@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from rlengine.checkpoints import complete_checkpoints
+from rlengine.run.checkpoints import complete_checkpoints
 from rlengine.plot import plot_runs
 
 CONFIG = """

@@ -51,9 +51,9 @@ def matmul_gflops(n: int = 2000) -> float:
 def updates_per_second(num_updates: int) -> float:
     import tensorflow as tf
 
-    from rlengine.build import build_components, config_classes
+    from rlengine.run.build import build_components, config_classes
     from rlengine.config import apply_overrides, build_config, read_toml
-    from rlengine.plugins import build_plugins
+    from rlengine.plugin.manager import build_plugins
 
     plugins = build_plugins()
     raw = apply_overrides(read_toml("examples/sac_pendulum.toml"), ["train.writers=[]"])

@@ -75,6 +75,19 @@ def telling_line(message: str) -> str:
     return lines[0] if lines else ""
 
 
+def one_line(error: BaseException) -> str:
+    """An exception's message as one line that keeps its cause.
+
+    TensorFlow's graph errors give the line that says what went wrong; a
+    pluggy validation error gives every line joined (its last one says which
+    argument the hook spec lacks); anything else its first line.
+    """
+    message = str(error).strip()
+    if type(error).__name__ == "PluginValidationError":
+        return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+    return telling_line(message)
+
+
 def close_matches(name: str, choices: Iterable[str]) -> str:
     """A ' Did you mean ...?' suffix, or '' when nothing is close."""
     matches = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.5)

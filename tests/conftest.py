@@ -1,6 +1,6 @@
 import pytest
 
-from rlengine.plugins import build_plugins
+from rlengine.plugin.manager import build_plugins
 from rlengine.testing import HookRecorder, testing_plugin
 
 
@@ -12,10 +12,7 @@ def recorder():
 @pytest.fixture
 def plugins():
     """Only the core built-ins and the testing plugin: no first-party plugin needed."""
-    from rlengine.builtin import distributions
-
-    return build_plugins(load_entry_points=False,
-                         extra_plugins=[("builtin-distributions", distributions), ("testing", testing_plugin())])
+    return build_plugins(load_entry_points=False, extra_plugins=[("testing", testing_plugin())])
 
 
 FIRST_PARTY = ("rlengine_gym", "rlengine_algorithms", "rlengine_transformers", "rlengine_writers")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rlengine.plugins import DISABLE_ENV, TRACE_ENV
+from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV
 
 
 def pip_install(package: Path, target: Path) -> None:

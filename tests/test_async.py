@@ -9,12 +9,12 @@ import pytest
 import tensorflow as tf
 
 from rlengine import hookimpl
-from rlengine.build import build_components
-from rlengine.data import StepType
-from rlengine.engine import Engine
+from rlengine.run.build import build_components
+from rlengine.api.data import StepType
+from rlengine.run.engine import Engine
 from rlengine.errors import ConfigError, WorkerError
 from rlengine.testing import MemoryWriter, ToyQAlgorithm, reset_fault_plan, testing_plugin, tiny_config
-from rlengine.testing_echo import echo_plugin
+from rlengine.testing.echo import echo_plugin
 
 
 def _plugins():
@@ -23,7 +23,7 @@ def _plugins():
 
 def echo_config(tmp_path, batch_sizes=(1, 2, 3), actors=2, steps=600, **echo):
     cfg = tiny_config(str(tmp_path / "run"), algorithm="echo", env="echo", num_envs=sum(batch_sizes),
-                      num_env_steps=steps, unroll_length=4, eval_interval=0, driver="async")
+                      num_env_steps=steps, unroll_length=4, eval_interval=0, pipeline="async")
     cfg["async"] = {"num_env_threads": len(batch_sizes), "num_actor_threads": actors,
                     "env_batch_sizes": list(batch_sizes)}
     cfg["echo"] = {"max_delay": 0.001, **echo}
@@ -92,7 +92,7 @@ def test_a_recreated_env_drops_its_broken_unroll_and_training_goes_on(tmp_path):
 
 def test_a_hanging_in_process_env_stops_the_run_naming_it(tmp_path):
     cfg = tiny_config(str(tmp_path / "run"), env="faulty", num_envs=4, num_env_steps=100_000, eval_interval=0,
-                      driver="async", env_step_timeout=1.0)
+                      pipeline="async", env_step_timeout=1.0)
     cfg["async"] = {"num_env_threads": 2}
     cfg["faulty"] = {"plan": "async-hang", "hang_at_step": 5, "hang_seconds": 6.0}
     reset_fault_plan("async-hang")
@@ -120,7 +120,7 @@ def test_start_and_stop_at_random_moments_leaves_no_thread(tmp_path, actors):
             pipeline.start()  # fresh queues each time; the traced graphs are reused
             time.sleep(rng.uniform(0, 0.05))
             for _ in range(rng.randrange(3)):
-                pipeline.iterate(None, 0)
+                pipeline.iterate(0)
             assert pipeline.stop() == [], f"trial {trial}: threads still alive"
             assert worker_threads() == []
     finally:
@@ -140,7 +140,7 @@ class Roomy:
 @pytest.mark.parametrize("actors", [1, 0])
 def test_off_policy_replay_stores_every_collected_row_once_and_cuts_episodes_at_a_restart(tmp_path, actors):
     cfg = tiny_config(str(tmp_path / "run"), algorithm="toy-q-roomy", num_envs=3, num_env_steps=10**9, eval_interval=0,
-                      driver="async")
+                      pipeline="async")
     cfg["async"] = {"num_env_threads": 2, "num_actor_threads": actors, "env_batch_sizes": [1, 2]}
     engine = Engine(cfg, extra_plugins=[*_plugins(), ("roomy", Roomy())])
     components = build_components(engine.config, engine.plugins, str(tmp_path / "run"), writers=False)
@@ -153,7 +153,7 @@ def test_off_policy_replay_stores_every_collected_row_once_and_cuts_episodes_at_
             pipeline.start()
             unrolls = np.zeros(3, np.int64)
             for i in range(20):  # past toy-q's warm-up (8 env steps), so replay updates run too
-                iteration = pipeline.iterate(None, int(expected.sum() + unrolls.sum() * 4))
+                iteration = pipeline.iterate(int(expected.sum() + unrolls.sum() * 4))
                 unrolls[iteration.experience.env_id.numpy()[0]] += 1
                 if i >= 4 and unrolls.min() > 0:  # every thread's unrolls reached replay
                     break
@@ -179,7 +179,7 @@ def test_off_policy_replay_stores_every_collected_row_once_and_cuts_episodes_at_
     ({"num_env_threads": 3, "learner_queue_capacity": 4, "max_policy_lag": 2}, "most would be dropped"),
 ])
 def test_settings_that_cannot_run_are_refused_naming_the_key(tmp_path, section, message):
-    cfg = tiny_config(str(tmp_path / "run"), num_envs=6, driver="async")
+    cfg = tiny_config(str(tmp_path / "run"), num_envs=6, pipeline="async")
     cfg["async"] = section
     with pytest.raises(ConfigError, match=message) as info:
         Engine(cfg, extra_plugins=_plugins())  # refused when built, before the run dir is written
@@ -188,7 +188,7 @@ def test_settings_that_cannot_run_are_refused_naming_the_key(tmp_path, section, 
 
 
 def test_unknown_async_key_is_a_config_error(tmp_path):
-    cfg = tiny_config(str(tmp_path / "run"), driver="async")
+    cfg = tiny_config(str(tmp_path / "run"), pipeline="async")
     cfg["async"] = {"num_env_thread": 2}
     with pytest.raises(ConfigError, match="async.num_env_thread.*num_env_threads"):
         Engine(cfg, extra_plugins=_plugins())

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rlengine import engine as engine_module
+from rlengine.plugin import manager
 from rlengine import hookimpl
 from rlengine.cli import main
 from rlengine.testing import HookRecorder, testing_plugin
@@ -28,14 +28,14 @@ def one_error_line(capsys, *argv) -> str:
 @pytest.fixture
 def with_plugins(monkeypatch):
     """Make the CLI load the testing plugin and the given in-process plugins too."""
-    real = engine_module.build_plugins
+    real = manager.build_plugins
 
     def install(*extra):
         def build(disabled=(), extra_plugins=(), load_entry_points=True):
             plugins = [("testing", testing_plugin()), *extra, *extra_plugins]
             return real(disabled=disabled, extra_plugins=plugins, load_entry_points=load_entry_points)
 
-        monkeypatch.setattr(engine_module, "build_plugins", build)
+        monkeypatch.setattr(manager, "build_plugins", build)
 
     return install
 
@@ -150,7 +150,7 @@ def test_train_end_sees_the_plugin_error(tmp_path, capsys, with_plugins):
 
 def test_the_other_plugins_still_run_and_the_hook_result_is_kept(tmp_path, with_plugins):
     # a guarded hook call returns what pluggy returns: a list of results, one per implementation
-    from rlengine.plugins import build_plugins
+    from rlengine.plugin.manager import build_plugins
 
     class Answers:
         @hookimpl

@@ -9,10 +9,10 @@ import tensorflow as tf
 
 import rlengine
 from rlengine import hookimpl
-from rlengine.checkpoints import complete_checkpoints, differing_keys, newest_checkpoint
-from rlengine.engine import Engine
+from rlengine.run.checkpoints import complete_checkpoints, differing_keys, newest_checkpoint
+from rlengine.run.engine import Engine
 from rlengine.errors import RLEngineError
-from rlengine.replay import ReplayBuffer
+from rlengine.learn.replay import ReplayBuffer
 from rlengine.testing import testing_plugin, tiny_config
 
 
@@ -32,7 +32,7 @@ def test_every_checkpoint_is_marked_complete_and_only_keep_checkpoints_stay(tmp_
         "ckpt-4.complete", "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-4")  # TF's index agrees
     names = {name.split("/")[0] for name, _ in tf.train.list_variables(newest_checkpoint(str(tmp_path)))}
-    assert {"algorithm", "iteration", "env_steps", "random", "global_random", "carry", "environment",
+    assert {"algorithm", "iteration", "env_steps", "random", "global_random", "pipeline", "episode_stats",
             "config"} <= names  # no transformer here: the chain has nothing to save
 
 

@@ -11,14 +11,15 @@ import sys
 import pytest
 
 import rlengine
-import rlengine.plugins
+import rlengine.plugin.manager
 from rlengine import cli, hookimpl
 from rlengine.config import apply_overrides
 from rlengine.errors import ConfigError
-from rlengine.plugins import DISABLE_ENV, TRACE_ENV
+from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV
+from rlengine.plugin.registry import KINDS
 
 DEBUG_ENV = "RLENGINE_DEBUG"
-KIND_KEYS = ("algorithms", "environments", "transformers", "writers", "distributions")
+KIND_KEYS = tuple(kind.plural for kind in KINDS)  # algorithms, ..., pipelines, distributions, commands
 
 
 @pytest.fixture(autouse=True)
@@ -66,6 +67,91 @@ def test_unknown_command_is_an_argparse_error(capsys):
 
     assert info.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_help_lists_the_core_commands_with_their_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+
+    assert info.value.code == 0
+    assert "train an agent" in out and "list loaded plugins" in out
+
+
+def test_help_imports_no_tensorflow():
+    # --help imports every command class: each must keep TensorFlow out of its module's top.
+    code = ("import sys\nfrom rlengine import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "sys.exit('tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, f"rlengine --help imported TensorFlow\n{done.stderr[-2000:]}"
+
+
+# -- commands registered by a plugin -------------------------------------------------
+class Hello(rlengine.Command):
+    help = "say hello"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", default="world")
+
+    def run(self, args):
+        print(f"hello {args.name}; plugins built: {args.plugins is not None}; argv {args.argv}")
+        return 3
+
+
+class HelloPlugin:
+    @hookimpl
+    def rlengine_register_commands(self, register):
+        register("hello", Hello)
+        register("broken", "no_such_module_anywhere:Command")
+
+
+@pytest.fixture
+def with_hello_plugin(monkeypatch):
+    real = rlengine.plugin.manager.build_plugins
+
+    def build(disabled=(), extra_plugins=(), load_entry_points=True):
+        return real(disabled, [("hello", HelloPlugin()), *extra_plugins], load_entry_points)
+
+    monkeypatch.setattr(rlengine.plugin.manager, "build_plugins", build)
+
+
+def test_a_plugin_command_runs_with_the_built_plugins_and_returns_its_status(capsys, with_hello_plugin):
+    code, out, _ = run_main(capsys, "hello", "--name", "you")
+
+    assert code == 3
+    assert out == "hello you; plugins built: True; argv ['hello', '--name', 'you']\n"
+
+
+def test_a_plugin_command_is_in_help_and_one_that_cannot_load_is_one_warning(capsys, with_hello_plugin):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out, err = capsys.readouterr()
+
+    assert "hello" in out and "say hello" in out
+    assert "broken" not in out
+    # One distinct line (rlengine/cli.py loads the commands twice, for main and for the parser, and
+    # so prints it twice today).
+    [line] = {line for line in err.splitlines() if "broken" in line}
+    assert line.startswith("rlengine: warning: plugin 'hello' registered command 'broken'")
+    assert "cannot be imported" in line
+
+
+def test_plugins_lists_the_commands_each_plugin_registers(capsys, with_hello_plugin):
+    _, rows, _ = plugins_json(capsys)
+
+    plugins = by_name(rows)
+    assert plugins["builtin-commands"]["commands"] == ["plugins", "train"]
+    assert plugins["builtin-commands"]["distribution"] == "rlengine"
+    assert plugins["hello"]["commands"] == ["broken", "hello"]  # listing imports no command class
+
+
+def test_disabling_a_plugin_removes_its_commands(capsys, with_hello_plugin):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--disable-plugin", "hello", "hello"])
+
+    assert info.value.code == 2
+    assert "invalid choice: 'hello'" in capsys.readouterr().err
 
 
 # -- plugins ---------------------------------------------------------------------
@@ -156,12 +242,12 @@ class Bogus:
 
 @pytest.fixture
 def with_bogus_plugin(monkeypatch):
-    real = rlengine.plugins.build_plugins
+    real = rlengine.plugin.manager.build_plugins
 
     def build(disabled=(), extra_plugins=(), load_entry_points=True):
         return real(disabled, [("bogus", Bogus()), *extra_plugins], load_entry_points)
 
-    monkeypatch.setattr(rlengine.plugins, "build_plugins", build)
+    monkeypatch.setattr(rlengine.plugin.manager, "build_plugins", build)
 
 
 @pytest.mark.first_party
@@ -255,21 +341,22 @@ def test_train_config_error_with_debug_shows_the_traceback(capsys):
 
 # -- train flags -------------------------------------------------------------------------
 class StopEngine:
-    """Stands in for rlengine.engine.Engine and records how the CLI built it."""
+    """Stands in for rlengine.run.engine.Engine and records how the CLI built it."""
 
     calls: list = []
 
-    def __init__(self, config, overrides=(), *, disabled_plugins=(), force=False):
+    def __init__(self, config, overrides=(), *, plugins=None, disabled_plugins=(), force=False):
         StopEngine.calls.append((config, list(overrides), list(disabled_plugins)))
+        StopEngine.plugins = plugins
         raise ConfigError("stopped before building anything")
 
 
 @pytest.fixture
 def recorded_engine(monkeypatch):
-    import rlengine.engine
+    import rlengine.run.engine
 
     StopEngine.calls = []
-    monkeypatch.setattr(rlengine.engine, "Engine", StopEngine)
+    monkeypatch.setattr(rlengine.run.engine, "Engine", StopEngine)
     return StopEngine.calls
 
 
@@ -287,6 +374,13 @@ def test_train_flags_become_train_overrides_before_set(capsys, recorded_engine):
         "algorithm": "toy", "env": "counting", "num_envs": 2, "num_env_steps": 64, "seed": 5,
         "root_dir": "runs/x y", "eager": True,
     }
+
+
+def test_train_uses_the_plugins_the_cli_built(capsys, recorded_engine):
+    run_main(capsys, "--disable-plugin", "gym", "train")
+
+    assert isinstance(StopEngine.plugins, rlengine.plugin.manager.Plugins)  # built once, for parsing too
+    assert "gym" not in {info.name for info in StopEngine.plugins.infos}
 
 
 def test_train_flag_values_are_taken_literally(capsys, recorded_engine):

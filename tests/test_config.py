@@ -12,7 +12,7 @@ import tomli_w
 import tomllib
 
 from rlengine import hookimpl
-from rlengine.build import config_classes
+from rlengine.run.build import config_classes
 from rlengine.config import (
     DEFAULT_CONFIG,
     RunConfig,
@@ -23,9 +23,9 @@ from rlengine.config import (
     parse_value,
     read_toml,
 )
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.errors import ConfigError
-from rlengine.plugins import DISABLE_ENV, TRACE_ENV, build_plugins
+from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV, build_plugins
 from rlengine.testing import CountingConfig, HookRecorder, testing_plugin, tiny_config
 
 DATA = Path(__file__).parent / "data"
@@ -392,7 +392,7 @@ def test_plugin_section_reaches_the_environment(tmp_path):
     class Spy:
         @hookimpl
         def rlengine_train_start(self, run):
-            seen["episode_length"] = run.components.env.config.episode_length
+            seen["episode_length"] = run.environments[0].config.episode_length
 
     _engine(raw, extra=[("spy", Spy())]).train()
 

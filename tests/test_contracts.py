@@ -15,14 +15,15 @@ import pytest
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from rlengine import ObservationTransformer, SummaryWriter, hookimpl, hookspecs
-from rlengine.build import build_components
-from rlengine.distributions import Converters
-from rlengine.docgen import HOOKS_PAGE, hook_signature
-from rlengine.engine import Engine
+from rlengine import ObservationTransformer, SummaryWriter, hookimpl
+from rlengine.plugin import hookspecs
+from rlengine.run.build import build_components
+from rlengine.collect.distributions import Converters
+from devtools.docgen import HOOKS_PAGE, hook_signature
+from rlengine.run.engine import Engine
 from rlengine.errors import ConfigError
-from rlengine.plugins import build_plugins
-from rlengine.specs import RunSpecs
+from rlengine.plugin.manager import build_plugins
+from rlengine.api.specs import RunSpecs
 from rlengine.testing import CountingEnv, ToyAlgorithm, testing_plugin, tiny_config
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -39,7 +40,7 @@ def documented_signatures() -> dict[str, str]:
 @pytest.mark.parametrize("hook", hookspecs.hook_names())
 def test_hook_is_in_the_reference_with_its_exact_signature(hook):
     documented = documented_signatures()
-    assert hook in documented, f"{hook} is missing from docs/hooks.md: run python -m rlengine.docgen"
+    assert hook in documented, f"{hook} is missing from docs/hooks.md: run python -m devtools.docgen"
     assert documented[hook] == hook_signature(hook), (
         f"docs/hooks.md documents {documented[hook]!r} but the spec is {hook_signature(hook)!r}")
 
@@ -252,7 +253,7 @@ def test_train_start_hook_sees_the_built_run_before_the_first_iteration(tmp_path
     assert run.config is engine.config and run.root_dir == result.root_dir
     assert os.path.exists(os.path.join(run.root_dir, "config.toml"))
     assert isinstance(run.specs, RunSpecs) and isinstance(run.algorithm, ToyAlgorithm)
-    assert run.algorithm is run.components.algorithm and run.components.env.env_id == "counting"
+    assert run.algorithm is run.internals.algorithm and run.environments[0].env_id == "counting"
     assert result.iterations == 4  # the ignored return changed nothing
 
 

@@ -3,10 +3,10 @@ import pytest
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from rlengine.builtin.distributions import SquashedNormal
-from rlengine.distributions import Converters, DistributionSpec, params_spec
+from rlengine import SquashedNormal
+from rlengine.collect.distributions import Converters, DistributionSpec, params_spec
 from rlengine.errors import RegistryError
-from rlengine.registry import Entry, Registry
+from rlengine.plugin.registry import KIND_BY_NAME, Entry, Registry
 
 tfd = tfp.distributions
 
@@ -51,7 +51,7 @@ def test_unknown_distribution_is_a_clear_error(plugins):
 
 
 def test_a_plugin_can_register_a_distribution():
-    reg = Registry("distribution", None)
+    reg = Registry(KIND_BY_NAME["distribution"])
     reg.add(Entry("gamma", tfd.Gamma, "myplugin",
                   (lambda d: {"concentration": d.concentration, "rate": d.rate},
                    lambda p: tfd.Gamma(p["concentration"], p["rate"]))))
@@ -62,7 +62,7 @@ def test_a_plugin_can_register_a_distribution():
 
 
 def test_registration_without_functions_names_the_plugin():
-    reg = Registry("distribution", None)
+    reg = Registry(KIND_BY_NAME["distribution"])
     reg.add(Entry("gamma", tfd.Gamma, "myplugin", ()))
     with pytest.raises(RegistryError, match="plugin 'myplugin' registered distribution 'gamma'"):
         Converters(reg)

@@ -7,9 +7,9 @@ import attrs
 import pluggy
 import pytest
 
-from rlengine import hookspecs
-from rlengine.docgen import CLI_PAGE, CONFIG_PAGE, DOCS_DIR, HOOKS_PAGE, cli_reference, hook_reference
-from rlengine.docgen_config import (
+from rlengine.plugin import hookspecs
+from devtools.docgen import CLI_PAGE, CONFIG_PAGE, DOCS_DIR, HOOKS_PAGE, cli_reference, hook_reference
+from devtools.docgen_config import (
     config_reference,
     engine_sections,
     plugin_sections,
@@ -17,7 +17,7 @@ from rlengine.docgen_config import (
     undocumented_fields,
 )
 
-REGENERATE = "run python -m rlengine.docgen"
+REGENERATE = "run python -m devtools.docgen"
 MKDOCS_YML = os.path.join(os.path.dirname(DOCS_DIR), "mkdocs.yml")
 
 
@@ -150,7 +150,7 @@ def my_plugin(tmp_path, monkeypatch):
 def test_plugins_page_examples_register_and_train_together(my_plugin, tmp_path):
     import csv
 
-    from rlengine.engine import Engine
+    from rlengine.run.engine import Engine
 
     root = tmp_path / "run"
     raw = {"train": dict(algorithm="vpg", env="linewalk", transformers=["scale_by_max"], writers=["csv"],

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rlengine import hookimpl
-from rlengine.data import StepType
-from rlengine.engine import Engine
-from rlengine.faults import (
+from rlengine.api.data import StepType
+from rlengine.run.engine import Engine
+from rlengine.collect.faults import (
     RESTART_SEED_STRIDE,
     EnvironmentFault,
     EnvironmentTimeout,
@@ -37,7 +37,7 @@ class Spy:
 
     @hookimpl
     def rlengine_train_start(self, run):
-        learner, self.pipeline = run.components.learner, run.components.pipeline
+        learner, self.pipeline = run.internals.learner, run.internals.pipeline
         train = learner.train
 
         def recording_train(experience):
@@ -48,7 +48,7 @@ class Spy:
 
     @hookimpl
     def rlengine_train_end(self, run, error):
-        buffer = run.components.buffer
+        buffer = run.internals.buffer
         if buffer is not None:
             rows = buffer.gather_all()
             self.buffer_rows = (rows.observation.numpy(), rows.step_type.numpy())

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "*.toml")))
 

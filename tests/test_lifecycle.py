@@ -3,7 +3,7 @@
 import pytest
 
 from rlengine import hookimpl
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.testing import CountingEnv, HookRecorder, testing_plugin, tiny_config
 
 
@@ -18,7 +18,7 @@ def test_hook_order_of_a_short_run(tmp_path, algorithm, driver):
     recorder = HookRecorder()
     raw = tiny_config(str(tmp_path), algorithm=algorithm, checkpoint_interval=3)
     if driver == "async":  # an iteration is one thread's unroll: 1 copy x 8 steps, as many as the sync run's
-        raw["train"].update(driver="async", num_envs=2, unroll_length=8)
+        raw["train"].update(pipeline="async", num_envs=2, unroll_length=8)
         raw["async"] = {"num_env_threads": 2, "learner_queue_capacity": 1}
     engine = Engine(raw, extra_plugins=[("testing", testing_plugin()), ("recorder", recorder)])
     assert recorder.calls == ["configure"]  # when the engine is built, before anything runs

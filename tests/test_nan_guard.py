@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.errors import NonFiniteError
 from rlengine.testing import MemoryWriter, NaNPlugin, testing_plugin, tiny_config
 

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from rlengine import ConfigError, hookimpl
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, ToyQAlgorithm, testing_plugin, tiny_config
 
 

@@ -15,7 +15,7 @@ import rlengine
 from rlengine import hookimpl
 from rlengine.config import RunConfig
 from rlengine.errors import PluginError
-from rlengine.plugins import (
+from rlengine.plugin.manager import (
     DISABLE_ENV,
     ENTRY_POINT_GROUP,
     TRACE_ENV,
@@ -125,13 +125,13 @@ def test_entry_points_load_before_in_process_plugins(fake_dist):
 
     names = [i.name for i in plugins.infos]
     assert names.index("fake-good") < names.index("testing")
-    assert find_info(plugins, "testing") == PluginInfo("testing", "in-process", "", "rlengine.testing")
+    assert find_info(plugins, "testing") == PluginInfo("testing", "in-process", "", "rlengine.testing.kit")
 
 
 def test_without_entry_points_only_in_process_plugins_load():
     plugins = build_plugins(load_entry_points=False, extra_plugins=[("testing", testing_plugin())])
 
-    assert [i.name for i in plugins.infos] == ["testing"]
+    assert _third_party(plugins) == ["testing"]
     assert plugins.registries.algorithms.names() == ["toy", "toy-q"]
     assert plugins.registries.environments.names() == ["counting", "faulty"]
     assert plugins.registries.writers.names() == ["memory"]
@@ -239,7 +239,7 @@ def test_plugin_implementing_an_unknown_hook_fails_and_is_left_out():
     assert "rlengine_bogus" in failure.message
     assert find_info(plugins, "bogus") is None
     assert plugins.manager.get_plugin("bogus") is None
-    assert [i.name for i in plugins.infos] == ["testing"]
+    assert _third_party(plugins) == ["testing"]
     assert "toy" in plugins.registries.algorithms
 
 
@@ -250,7 +250,7 @@ def test_every_plugin_with_an_unknown_hook_is_reported():
     )
 
     assert sorted(f.name for f in plugins.failures) == ["bogus1", "bogus2"]
-    assert [i.name for i in plugins.infos] == ["testing"]
+    assert _third_party(plugins) == ["testing"]
 
 
 @pytest.mark.first_party
@@ -449,34 +449,43 @@ def test_trace_works_for_fd_level_capture(monkeypatch, capfd):
 
 
 # -- the core's own built-ins ----------------------------------------------------
-def test_builtin_distributions_come_from_the_rlengine_entry_point():
-    plugins = build_plugins()
+def _third_party(plugins) -> list:
+    """Names of the loaded plugins other than the core's built-ins, in load order."""
+    return [i.name for i in plugins.infos if i.distribution != "rlengine"]
 
+
+@pytest.mark.parametrize("load_entry_points", [True, False])
+def test_builtins_register_through_the_hooks_before_any_entry_point(load_entry_points):
+    plugins = build_plugins(load_entry_points=load_entry_points)
+
+    assert [i.name for i in plugins.infos][:3] == ["builtin-pipelines", "builtin-commands", "builtin-distributions"]
     info = find_info(plugins, "builtin-distributions")
     assert info == PluginInfo("builtin-distributions", "rlengine", rlengine.__version__,
                               "rlengine.builtin.distributions")
-    registered = plugins.registered_by("builtin-distributions")
-    assert {"categorical", "normal", "squashed_normal"} <= set(registered["distributions"])
-    assert registered["algorithms"] == registered["environments"] == []
+    assert {"categorical", "normal", "squashed_normal"} <= set(plugins.registered_by(info.name)["distributions"])
+    assert plugins.registered_by("builtin-pipelines")["pipelines"] == ["async", "sync"]
+    assert plugins.registered_by("builtin-commands")["commands"] == ["plugins", "train"]
 
 
-def test_rlengine_distribution_declares_the_builtin_entry_point():
+def test_rlengine_distribution_declares_no_entry_point_of_its_own():
     eps = [ep for ep in md.distribution("rlengine").entry_points if ep.group == ENTRY_POINT_GROUP]
 
-    assert [(ep.name, ep.value) for ep in eps] == [("builtin-distributions", "rlengine.builtin.distributions")]
+    assert eps == []
     assert md.version("rlengine") == rlengine.__version__
 
 
-def test_builtin_distributions_are_not_registered_behind_the_entry_points_back():
-    assert build_plugins(load_entry_points=False).registries.distributions.names() == []
-    assert build_plugins(disabled=["builtin-distributions"]).registries.distributions.names() == []
+def test_builtins_can_be_disabled_by_name_like_any_plugin():
+    plugins = build_plugins(disabled=["builtin-distributions", "builtin-pipelines"])
+
+    assert plugins.registries.distributions.names() == [] and plugins.registries.pipelines.names() == []
+    assert {"plugins", "train"} <= set(plugins.registries.commands.names())
 
 
 # -- no manager at import time -----------------------------------------------------
 def test_importing_rlengine_builds_no_plugin_manager():
     import rlengine.cli  # noqa: F401
-    import rlengine.engine  # noqa: F401
-    import rlengine.plugins  # noqa: F401
+    import rlengine.run.engine  # noqa: F401
+    import rlengine.plugin.manager  # noqa: F401
 
     for name, module in list(sys.modules.items()):
         if name == "rlengine" or name.startswith("rlengine."):

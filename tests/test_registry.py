@@ -6,10 +6,10 @@ import pytest
 
 import rlengine
 from rlengine import hookimpl
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.errors import PluginError, RegistryError
-from rlengine.plugins import DISABLE_ENV, build_plugins, find_info
-from rlengine.registry import KINDS, Entry, Registries, Registry
+from rlengine.plugin.manager import DISABLE_ENV, build_plugins, find_info
+from rlengine.plugin.registry import KIND_BY_NAME, KINDS, Entry, Registries, Registry
 from rlengine.testing import CountingEnv, MemoryWriter, ToyAlgorithm, testing_plugin, tiny_config
 
 
@@ -37,7 +37,7 @@ def _in_process(*plugins):
 
 # -- duplicates ------------------------------------------------------------------
 def test_duplicate_name_across_two_plugins_names_both():
-    registry = Registry("algorithm", rlengine.Algorithm)
+    registry = Registry(KIND_BY_NAME["algorithm"])
     registry.register_for("first")("dup", ToyAlgorithm)
 
     with pytest.raises(RegistryError) as info:
@@ -61,7 +61,7 @@ def test_duplicate_name_while_building_plugins_fails_the_second_plugin():
     assert "RegistryError" in message
     assert "plugin 'first'" in message and "plugin 'second'" in message
     assert plugins.registries.algorithms.get("dup").plugin == "first"
-    assert [i.name for i in plugins.infos] == ["first"]
+    assert [i.name for i in plugins.infos if i.distribution != "rlengine"] == ["first"]
 
 
 @pytest.mark.first_party
@@ -207,8 +207,10 @@ def test_distribution_registry_keeps_extra_arguments_and_checks_no_base():
 def test_registries_have_one_registry_per_kind():
     registries = Registries()
 
-    assert KINDS == ("algorithm", "environment", "transformer", "writer", "distribution")
-    assert [registries[k].kind for k in KINDS] == list(KINDS)
+    assert [k.name for k in KINDS] == ["algorithm", "environment", "transformer", "writer", "pipeline",
+                                       "distribution", "command"]
+    assert [registries[k.name].kind for k in KINDS] == list(KINDS)
+    assert registries.pipelines is registries["pipeline"] and registries.commands is registries["command"]
     assert registries.algorithms is registries["algorithm"]
     assert registries.environments is registries["environment"]
     assert registries.transformers is registries["transformer"]
@@ -217,7 +219,7 @@ def test_registries_have_one_registry_per_kind():
 
 
 def test_names_iteration_membership_and_remove_plugin():
-    registry = Registry("algorithm", rlengine.Algorithm)
+    registry = Registry(KIND_BY_NAME["algorithm"])
     registry.register_for("a")("zeta", ToyAlgorithm)
     registry.register_for("b")("alpha", AnotherToy)
     registry.register_for("a")("mid", AnotherToy)
@@ -238,6 +240,6 @@ def test_registered_by_reports_each_kind():
 
     assert plugins.registered_by("testing") == {
         "algorithms": ["toy", "toy-q"], "environments": ["counting", "faulty"], "transformers": [], "writers": ["memory"],
-        "distributions": [],
+        "distributions": [], "pipelines": [], "commands": [],
     }
-    assert plugins.registered_by("nobody") == {f"{k}s": [] for k in KINDS}
+    assert plugins.registered_by("nobody") == {k.plural: [] for k in KINDS}

@@ -8,8 +8,8 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
 from rlengine import StepType, hookimpl
-from rlengine.checkpoints import newest_checkpoint
-from rlengine.engine import Engine
+from rlengine.run.checkpoints import newest_checkpoint
+from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
 
 
@@ -76,7 +76,7 @@ def test_resume_without_environment_state_never_joins_old_rows_to_new_episodes(t
     seen = {}
 
     def check(run):
-        seen["rows"] = _rows_in_time_order(run.components.buffer)
+        seen["rows"] = _rows_in_time_order(run.internals.buffer)
 
     _interrupted_then_resumed(config, 2, Watch(check))
     for rows in seen["rows"]:

@@ -9,11 +9,11 @@ import pytest
 
 BUILD_ASYNC = """
 import rlengine, sys
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.errors import ConfigError
-from rlengine.runtime import inter_op_threads
+from rlengine.run.runtime import inter_op_threads
 from rlengine.testing import testing_plugin, tiny_config
-cfg = tiny_config(sys.argv[1], num_envs=6, driver="async")
+cfg = tiny_config(sys.argv[1], num_envs=6, pipeline="async")
 cfg["async"] = {"num_env_threads": 3, "num_actor_threads": 2}
 try:
     Engine(cfg, extra_plugins=[("testing", testing_plugin())])
@@ -38,7 +38,7 @@ def test_building_an_async_run_sizes_the_pool_for_its_threads(tmp_path):
 
 
 def test_a_sync_run_keeps_the_default_pool(tmp_path):
-    code = BUILD_ASYNC.replace('driver="async"', 'driver="sync"').replace('cfg["async"] =', "_ =")
+    code = BUILD_ASYNC.replace('pipeline="async"', 'pipeline="sync"').replace('cfg["async"] =', "_ =")
     out = run(code, tmp_path)
     assert out.strip().endswith(f"pool {os.cpu_count()}")
 

@@ -13,15 +13,17 @@ import pytest
 import tensorflow as tf
 
 from rlengine import hookimpl
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.errors import TrainingInterrupted
-from rlengine.signals import STOP_SIGNALS
+from rlengine.run.signals import STOP_SIGNALS
 from rlengine.testing import HookRecorder, testing_plugin, tiny_config
 
 # The CLI with the testing kit loaded: the counting env and the toy algorithm live in-process.
 ENTRY_SCRIPT = textwrap.dedent('''
     import os, sys, time
-    from rlengine import cli, engine, hookimpl, signals, testing
+    from rlengine import cli, hookimpl, testing
+    from rlengine.plugin import manager
+    from rlengine.run import signals
 
     class Announce:
         @hookimpl
@@ -35,13 +37,13 @@ ENTRY_SCRIPT = textwrap.dedent('''
         def rlengine_train_end(self, error):
             print(f"test: train_end {type(error).__name__}", flush=True)
 
-    real_build_plugins = engine.build_plugins
+    real_build_plugins = manager.build_plugins
 
     def build_plugins(disabled=(), extra_plugins=(), load_entry_points=True):
         extra = [("testing", testing.testing_plugin()), ("announce", Announce()), *extra_plugins]
         return real_build_plugins(disabled=disabled, extra_plugins=extra, load_entry_points=load_entry_points)
 
-    engine.build_plugins = build_plugins
+    manager.build_plugins = build_plugins
     sys.exit(cli.main())
 ''')
 

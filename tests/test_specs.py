@@ -2,11 +2,11 @@ import pytest
 import tensorflow as tf
 
 from rlengine import ObservationTransformer, PolicyStep, SpecMismatchError
-from rlengine.data import Experience
-from rlengine.distributions import Converters, DistributionSpec
-from rlengine.specs import prepare_specs
+from rlengine.api.data import Experience
+from rlengine.collect.distributions import Converters, DistributionSpec
+from rlengine.run.specs import prepare_specs
 from rlengine.testing import CountingEnv, ToyAlgorithm
-from rlengine.transformers import TransformerChain
+from rlengine.collect.transformers import TransformerChain
 
 
 class CountingTransformer(ObservationTransformer):
@@ -28,10 +28,9 @@ def _prepare(algorithm_cls=ToyAlgorithm, transformers=()):
     raw = env.time_step_spec()
     chain = TransformerChain([t(raw.observation, None) for t in transformers])
     algorithm = algorithm_cls(raw, env.action_spec(), None)
-    from rlengine.builtin import distributions
-    from rlengine.plugins import build_plugins
+    from rlengine.plugin.manager import build_plugins
 
-    plugins = build_plugins(load_entry_points=False, extra_plugins=[("d", distributions)])
+    plugins = build_plugins(load_entry_points=False)
     conv = Converters(plugins.registries.distributions)
     names = {"algorithm": "toy", **{i: t.__name__.lower() for i, t in enumerate(transformers)}}
     return prepare_specs(raw, env.action_spec(), chain, algorithm, conv, names), algorithm, chain
@@ -90,7 +89,7 @@ def test_environment_whose_steps_disagree_with_its_spec_is_named(plugins, tmp_pa
     import numpy as np
 
     from rlengine import hookimpl
-    from rlengine.engine import Engine
+    from rlengine.run.engine import Engine
     from rlengine.testing import CountingEnv, testing_plugin, tiny_config
 
     class BadEnv(CountingEnv):

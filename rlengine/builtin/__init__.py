@@ -1,1 +1,2 @@
-"""Built-in plugins of the core, loaded through the ``rlengine`` entry-point group."""
+"""The core's built-in plugins (listed in :mod:`rlengine.plugin.builtin`): the ``sync`` and
+``async`` pipelines, the ``train`` and ``plugins`` commands, the distribution converters."""

@@ -4,7 +4,7 @@ import tensorflow as tf
 from rlengine_algorithms.actor_critic import gae
 
 from rlengine import StepType
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 
 F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
 

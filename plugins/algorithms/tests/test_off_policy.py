@@ -277,7 +277,7 @@ class UpdateCounter:
     @hookimpl
     def rlengine_train_end(self, run, error):
         self.applied = int(run.algorithm.num_updates.numpy())
-        self.skipped = int(run.components.learner.skipped_updates.numpy())
+        self.skipped = int(run.internals.learner.skipped_updates.numpy())
 
 
 @pytest.mark.parametrize("algorithm,env,options", [
@@ -286,7 +286,7 @@ class UpdateCounter:
     ("dqn", "CartPole-v1", {"mini_batch_length": 3, "prioritized_replay": True, "target_update_period": 4}),
 ])
 def test_engine_smoke(tmp_path, algorithm, env, options):
-    from rlengine.engine import Engine
+    from rlengine.run.engine import Engine
 
     raw = {"train": {"algorithm": algorithm, "env": env, "num_envs": 2, "unroll_length": 4, "num_env_steps": 200,
                      "writers": [], "eval_interval": 25, "num_eval_episodes": 1, "root_dir": str(tmp_path)},
@@ -414,7 +414,7 @@ def test_recurrent_dqn_refuses_n_step_without_a_loss_row():
 @pytest.mark.parametrize("env,use_rollout_state", [("rlengine/CartPoleNoVelocity-v1", True),
                                                     ("CartPole-v1", False)])
 def test_recurrent_dqn_engine_smoke(tmp_path, env, use_rollout_state):
-    from rlengine.engine import Engine
+    from rlengine.run.engine import Engine
 
     raw = {"train": {"algorithm": "dqn", "env": env, "num_envs": 2, "unroll_length": 4, "num_env_steps": 200,
                      "writers": [], "eval_interval": 25, "num_eval_episodes": 1, "root_dir": str(tmp_path)},

@@ -6,7 +6,7 @@ import failing_env_module
 import pytest
 from processes import worker_processes
 
-from rlengine.engine import Engine
+from rlengine.run.engine import Engine
 from rlengine.errors import WorkerError
 from rlengine.testing import testing_plugin, tiny_config
 
@@ -27,7 +27,7 @@ def test_worker_processes_sees_the_workers_of_a_subprocess_env():
 def test_an_env_error_in_a_worker_process_stops_the_async_run(tmp_path, vectorization):
     before = worker_processes()
     cfg = tiny_config(str(tmp_path / "run"), env=f"failing_env_module:{failing_env_module.FAILING_ID}",
-                      num_envs=4, num_env_steps=100_000, unroll_length=8, eval_interval=0, driver="async",
+                      num_envs=4, num_env_steps=100_000, unroll_length=8, eval_interval=0, pipeline="async",
                       max_env_restarts=0)
     cfg["async"] = {"num_env_threads": 2}
     cfg["gym"] = {"vectorization": vectorization, "make_kwargs": {"fail_at": 30}}

@@ -17,7 +17,7 @@ from rlengine_gym.spaces import BoundedTensorSpec
 from rlengine_gym.test_envs import CARTPOLE_NO_VELOCITY_ID, COUNTER_ID
 
 import rlengine
-import rlengine.hookspecs
+import rlengine.plugin.hookspecs
 from rlengine import ConfigError, SpecMismatchError, StepType
 
 FIRST, MID, LAST = StepType.FIRST, StepType.MID, StepType.LAST
@@ -316,11 +316,11 @@ def test_plugin_registers_gym():
     import rlengine_gym.plugin
 
     pm = pluggy.PluginManager("rlengine")
-    pm.add_hookspecs(rlengine.hookspecs)
+    pm.add_hookspecs(rlengine.plugin.hookspecs)
     pm.register(rlengine_gym.plugin, name="gym")
     registered = []
     pm.hook.rlengine_register_environments(register=lambda name, cls: registered.append((name, cls)))
-    assert registered == [("gym", GymEnvironment)]
+    assert registered == [("gym", "rlengine_gym.environment:GymEnvironment")]  # lazy: imported on first use
     assert issubclass(GymEnvironment, rlengine.Environment)
     entry_points = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="rlengine")}
     assert entry_points.get("gym") == "rlengine_gym.plugin"

@@ -1,0 +1,41 @@
+"""The interface of a command plugin: a subcommand of the ``rlengine`` CLI.
+
+The CLI builds its parser from every registered command, then runs the one
+the user named::
+
+    command = cls()                          # once per CLI call
+    command.add_arguments(subparser)         # argparse, the CLI library the core uses
+    status = command.run(args)               # the exit status; args.debug, args.disable_plugin are set
+
+Register one with::
+
+    @rlengine.hookimpl
+    def rlengine_register_commands(register):
+        register("hello", Hello)             # rlengine hello ...
+
+Keep the module that defines a command cheap to import (no TensorFlow at
+the top): ``rlengine --help`` imports every command to list it. Import what
+``run`` needs inside ``run``. Errors meant for the user are
+:class:`rlengine.RLEngineError`: the CLI prints them as one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import ClassVar
+
+
+class Command:
+    """Base class of commands (see the module docstring for the calling loop)."""
+
+    #: One line for ``rlengine --help``.
+    help: ClassVar[str] = ""
+    #: A paragraph for ``rlengine NAME --help`` (default: ``help``).
+    description: ClassVar[str] = ""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Declare the command's arguments on its own subparser."""
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Do the work; return the exit status (0: success)."""
+        raise NotImplementedError

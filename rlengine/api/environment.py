@@ -1,0 +1,80 @@
+"""The Environment interface: a batch of environment copies stepped together.
+
+The core drives an environment like this::
+
+    env = EnvCls(env_id="CartPole-v1", num_envs=8, seed=0, first_env_id=0, config=cfg)
+    time_step = env.reset()                    # TimeStep of numpy arrays, [B, ...]
+    while training:
+        time_step = env.step(actions)          # actions: nest of numpy arrays [B, ...]
+    env.close()
+
+Each copy starts a new episode by itself after a ``LAST`` step: the next
+``step`` ignores its action for that copy and returns a ``FIRST`` step with
+reward 0 and discount 1. ``env_id`` numbers the copies from ``first_env_id``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rlengine.api.data import Nest, TimeStep
+from rlengine.api.noconfig import NoConfig
+
+
+class Environment:
+    """Base class of every environment plugin (batched, numpy in and out)."""
+
+    config_class: ClassVar[type] = NoConfig
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, first_env_id: int = 0, config: Any = None):
+        self.env_id = env_id
+        self.num_envs = num_envs
+        self.seed = seed
+        self.first_env_id = first_env_id
+        self.config = config
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs
+
+    def time_step_spec(self) -> TimeStep:
+        """TimeStep of ``tf.TensorSpec`` nests for one copy (no batch dimension)."""
+        raise NotImplementedError
+
+    def action_spec(self) -> Nest:
+        """Nest of ``tf.TensorSpec`` (``BoundedTensorSpec`` for bounded actions)."""
+        raise NotImplementedError
+
+    def reset(self) -> TimeStep:
+        """Start every copy afresh; returns FIRST steps."""
+        raise NotImplementedError
+
+    def step(self, action: Nest) -> TimeStep:
+        """Apply one action per copy; returns the next time steps."""
+        raise NotImplementedError
+
+    def render(self) -> Any:
+        """An RGB frame (H, W, 3) uint8 of the first copy, where supported.
+
+        ``rlengine play --record`` calls it after every step. An environment
+        that must know at construction that it will render declares a
+        ``render_mode`` field in its config class: the core then builds it with
+        ``render_mode = "rgb_array"`` (the ``[gym]`` section has that key).
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot render")
+
+    def state(self) -> bytes:
+        """Everything needed to continue every copy exactly (episodes in progress, random state).
+
+        Optional: checkpoints store it so a resumed run continues the same
+        episodes. The default raises ``NotImplementedError`` (not supported):
+        a resumed run then starts new episodes.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot save its state")
+
+    def restore_state(self, state: bytes) -> None:
+        """Continue from what :meth:`state` returned (same config); optional like it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore its state")
+
+    def close(self) -> None:
+        """Release processes and resources. Safe to call twice."""

@@ -1,0 +1,50 @@
+"""A Python environment called from inside a graph (``tf.numpy_function``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from rlengine.api import Environment
+from rlengine.api.data import Nest, TimeStep
+
+
+class EnvCaller:
+    """Calls a Python environment from inside a graph."""
+
+    def __init__(self, env: Environment, raw_spec: TimeStep):
+        self.env = env
+        self.spec = raw_spec
+        self.flat_spec = tf.nest.flatten(raw_spec)
+        self.batch = env.batch_size
+        self.action_spec = env.action_spec()
+        #: The environment's own exception, if one escaped step() or reset(): the graph
+        #: reports it only as a generic op error, without its type.
+        self.error: BaseException | None = None
+
+    def _py_step(self, *flat_action: np.ndarray) -> list:
+        action = tf.nest.pack_sequence_as(self.action_spec, list(flat_action))
+        return self._call(self.env.step, action)
+
+    def _call(self, method: Any, *args: Any) -> list:
+        try:
+            return tf.nest.flatten(method(*args))
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def step(self, action: Nest) -> TimeStep:
+        flat = tf.numpy_function(self._py_step, tf.nest.flatten(action),
+                                 [s.dtype for s in self.flat_spec], stateful=True)
+        return self._pack(flat)
+
+    def reset(self) -> TimeStep:
+        flat = tf.numpy_function(lambda: self._call(self.env.reset), [],
+                                 [s.dtype for s in self.flat_spec], stateful=True)
+        return self._pack(flat)
+
+    def _pack(self, flat: list) -> TimeStep:
+        shaped = [tf.ensure_shape(t, [self.batch, *s.shape]) for t, s in zip(flat, self.flat_spec)]
+        return tf.nest.pack_sequence_as(self.spec, shaped)

@@ -1,0 +1,326 @@
+"""Environment faults: restart a crashed environment, stop on a hung one, refuse non-finite observations.
+
+:class:`GuardedEnvironment` wraps the batched environment a factory makes.
+When its ``step`` or ``reset`` raises, it closes the broken environment,
+makes a new one (same env ids, a fresh seed), resets it and returns those
+``FIRST`` steps in place of the failed step, so the run goes on. After
+``max_restarts`` restarts the next error stops the run with one line naming
+the environment. A call that does not answer within ``step_timeout``
+seconds stops the run (no restart: a hung environment may hold resources).
+
+What a collector (a pipeline, an env thread) does with one::
+
+    before = env.restarts                  # 1. before each unroll
+    experience, carry = unroll(carry)      #    (env.step inside tf.numpy_function)
+    if env.restarts != before:             # 2. the env was recreated during it:
+        drop(experience)                   #    neither store nor train it; the carry
+                                           #    goes on from the fresh env's FIRST rows
+    # 3. errors: a fatal one raised inside a graph arrives as tf.errors.OpError;
+    #    re-raise env.failure (the one-line EnvironmentFault) instead.
+    # 4. timeouts: if env.needs_watcher, another thread must call
+    #    env.check_responsive() every so often while the unroll runs (it raises
+    #    EnvironmentTimeout once a call has run longer than step_timeout);
+    #    otherwise the inner env enforces the timeout itself.
+
+:class:`FaultWatch` does all of this for the synchronous pipelines: it runs
+each collection call on a worker thread while the calling thread watches
+(one hand-over per unroll, not per step).
+
+Off-policy collectors that drop an unroll should also cut the stored episodes
+(``ReplayBuffer.mark_newest_rows_last()``) and start again from a reset, so no
+replayed transition joins the rows before the crash to the rows after it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from rlengine.api import Environment
+from rlengine.api.data import TimeStep
+from rlengine.errors import RLEngineError, telling_line
+
+#: Seed added per restart: the new copies do not replay the episodes of the old ones,
+#: and stay clear of other copies' seeds (``seed + env_id``) and of evaluation seeds.
+RESTART_SEED_STRIDE = 104_729
+#: How long ``close`` waits for a step still running on another thread before closing anyway.
+CLOSE_WAIT_SECONDS = 5.0
+
+
+class EnvironmentFault(RLEngineError):
+    """An environment failed beyond what restarts may repair."""
+
+
+class EnvironmentTimeout(EnvironmentFault):
+    """An environment did not answer ``step`` or ``reset`` in time."""
+
+
+class NonFiniteObservation(EnvironmentFault):
+    """An environment returned NaN or infinity."""
+
+
+def _leaf_paths(nest: Any, prefix: str) -> list[str]:
+    """Names of the leaves of ``nest`` in ``tf.nest.flatten`` order (dict keys sorted)."""
+    if isinstance(nest, dict):
+        return [p for k in sorted(nest) for p in _leaf_paths(nest[k], f"{prefix}[{k!r}]")]
+    if isinstance(nest, tuple) and hasattr(nest, "_fields"):
+        return [p for k, v in zip(nest._fields, nest) for p in _leaf_paths(v, f"{prefix}.{k}")]
+    if isinstance(nest, (list, tuple)):
+        return [p for i, v in enumerate(nest) for p in _leaf_paths(v, f"{prefix}[{i}]")]
+    return [prefix]
+
+
+class GuardedEnvironment(Environment):
+    """An environment that survives crashes of the one ``factory(seed)`` makes.
+
+    ``restarts`` counts recreations (read it around an unroll: a change means
+    drop the unroll); ``failure`` holds the error that stopped it, if any.
+    ``busy_since`` is the ``perf_counter()`` time the call in progress began
+    (``None`` when idle), so a watcher on another thread can call
+    :meth:`check_responsive`. An inner environment that enforces the timeout
+    itself sets ``handles_step_timeout = True`` and reads ``step_timeout``
+    (raising ``TimeoutError``); then no watcher is needed.
+    """
+
+    def __init__(self, factory: Callable[[int], Environment], name: str, seed: int, *,
+                 max_restarts: int = 10, step_timeout: float = 60.0, check_finite: bool = True,
+                 restarts_key: Optional[str] = "train.max_env_restarts"):
+        self._factory = factory
+        self._env: Any = None  # the inner environment, replaced on each restart
+        self.name = name
+        self.max_restarts = max_restarts
+        self.restarts_key = restarts_key  # the setting to name when restarts run out (None: not configurable)
+        self.step_timeout = step_timeout
+        self.check_finite = check_finite
+        self.restarts = 0
+        self.failure: Optional[EnvironmentFault] = None
+        self.busy_since: Optional[float] = None
+        self._busy_with = ""  # "step" or "reset": what busy_since times
+        inner = self._make(seed)
+        super().__init__(inner.env_id, inner.num_envs, seed, inner.first_env_id, inner.config)
+        self._spec = inner.time_step_spec()
+        self._fields = ["reward", *_leaf_paths(self._spec.observation, "observation")]
+        self._floats = [i for i, s in enumerate([self._spec.reward, *tf.nest.flatten(self._spec.observation)])
+                        if s.dtype.is_floating]
+
+    # -- the Environment interface ---------------------------------------------------------------
+    def time_step_spec(self) -> TimeStep:
+        return self._spec
+
+    def action_spec(self) -> Any:
+        return self._env.action_spec()
+
+    def reset(self) -> TimeStep:
+        return self._guarded("reset", self._env.reset)
+
+    def step(self, action: Any) -> TimeStep:
+        return self._guarded("step", self._env.step, action)
+
+    def render(self) -> Any:
+        return self._env.render()
+
+    def state(self) -> bytes:
+        return self._env.state()
+
+    def restore_state(self, state: bytes) -> None:
+        self._env.restore_state(state)
+
+    def close(self) -> None:
+        """Close the inner environment once no call is inside it; never one that hung in process.
+
+        Another thread may still be finishing a step (a pipeline being torn
+        down): that gets up to ``CLOSE_WAIT_SECONDS`` to return first.
+        """
+        deadline = time.perf_counter() + CLOSE_WAIT_SECONDS
+        while self.busy_since is not None and self.failure is None and time.perf_counter() < deadline:
+            time.sleep(0.005)
+        hung = self.busy_since is not None and isinstance(self.failure, EnvironmentTimeout)
+        if self._env is not None and not hung:  # closing under a hung call could hang this thread too
+            env, self._env = self._env, None
+            env.close()
+
+    def __getattr__(self, name: str) -> Any:  # plugin extras (e.g. observation_space) stay reachable
+        env = self.__dict__.get("_env")
+        if env is None:
+            raise AttributeError(name)
+        return getattr(env, name)
+
+    # -- watching ---------------------------------------------------------------------------------
+    @property
+    def copies(self) -> str:
+        return f"copies {self.first_env_id}..{self.first_env_id + self.num_envs - 1}"
+
+    @property
+    def needs_watcher(self) -> bool:
+        """Whether a timeout must be enforced from outside (an in-process environment)."""
+        return self.step_timeout > 0 and not getattr(self._env, "handles_step_timeout", False)
+
+    def check_responsive(self) -> None:
+        """Raise (and record) a timeout if the call in progress has run longer than ``step_timeout``."""
+        started = self.busy_since
+        if self.failure is None and started is not None and self.step_timeout > 0:
+            if time.perf_counter() - started > self.step_timeout:
+                self._fail(self._timeout_error(f"{self._busy_with}()"))
+        if self.failure is not None:
+            raise self.failure
+
+    # -- internals --------------------------------------------------------------------------------
+    def _make(self, seed: int) -> Environment:
+        env: Any = self._factory(seed)
+        if getattr(env, "handles_step_timeout", False):
+            env.step_timeout = self.step_timeout
+        self._env = env
+        return env
+
+    def _guarded(self, what: str, call: Callable, *args: Any) -> TimeStep:
+        if self.failure is not None:
+            raise self.failure
+        self._busy_with, self.busy_since = what, time.perf_counter()
+        try:
+            time_step = call(*args)
+        except TimeoutError:
+            self._fail(self._timeout_error(f"{what}()"))
+        except Exception as exc:  # any crash of the environment: recreate it
+            time_step = self._restart(what, exc)
+        finally:
+            self.busy_since = None
+        if self.check_finite:
+            self._check_finite(time_step, what)
+        return time_step
+
+    def _restart(self, what: str, error: Exception) -> TimeStep:
+        """Recreate and reset the environment until it works or the restarts run out."""
+        while True:
+            if self.restarts >= self.max_restarts:
+                self._fail(self._exhausted_error(what, error))
+            self._close_broken()
+            self.restarts += 1
+            self._busy_with, self.busy_since = "reset", time.perf_counter()  # each attempt gets the whole timeout
+            print(f"rlengine: warning: {self.name} ({self.copies}): {what}() raised {type(error).__name__}: "
+                  f"{telling_line(str(error))}; recreated it (restart {self.restarts} of {self.max_restarts}, "
+                  "the unroll in progress is dropped)", file=sys.stderr)
+            try:
+                return self._make(self.seed + self.restarts * RESTART_SEED_STRIDE).reset()
+            except Exception as exc:  # the new one failed too: counts as another restart
+                what, error = "reset", exc
+
+    def _close_broken(self) -> None:
+        env, self._env = self._env, None
+        try:
+            if env is not None:
+                env.close()
+        except Exception:  # a crashed environment may fail to close; its replacement matters more
+            pass
+
+    def _fail(self, error: EnvironmentFault) -> None:
+        self.failure = error
+        raise error
+
+    def _exhausted_error(self, what: str, error: Exception) -> EnvironmentFault:
+        raised = f"{what}() raised {type(error).__name__}: {telling_line(str(error))}"
+        if self.restarts_key is None:
+            return EnvironmentFault(f"{self.name} ({self.copies}): {raised}; it is not restarted; fix the environment")
+        return EnvironmentFault(
+            f"{self.name} ({self.copies}) failed after {self.restarts} restart(s) ({self.restarts_key} = "
+            f"{self.max_restarts}): {raised}; fix the environment or raise {self.restarts_key}")
+
+    def _timeout_error(self, what: str) -> EnvironmentTimeout:
+        return EnvironmentTimeout(
+            f"{self.name} ({self.copies}) did not answer {what} within {self.step_timeout:g} s "
+            "(train.env_step_timeout); it is stopped, not restarted, since a hung environment may hold "
+            "resources; fix the environment or raise train.env_step_timeout (0 disables)")
+
+    def _check_finite(self, time_step: TimeStep, what: str) -> None:
+        """One vectorised check per float leaf; the slow search runs only when one fails."""
+        observation = time_step.observation
+        leaves = [time_step.reward, observation] if isinstance(observation, np.ndarray) else \
+            [time_step.reward, *tf.nest.flatten(observation)]
+        for i in self._floats:
+            leaf = np.asarray(leaves[i])
+            if not np.isfinite(leaf).all():
+                bad = [int(j) for j in np.argwhere(~np.isfinite(leaf))[0]]
+                copy, element = bad[0], "".join(f"[{j}]" for j in bad[1:])
+                self._fail(NonFiniteObservation(
+                    f"{self.name} returned a non-finite {self._fields[i]}{element} = {leaf[tuple(bad)]} "
+                    f"for copy {copy} (env_id {self.first_env_id + copy}) in {what}(); fix the environment, "
+                    "or clip or replace non-finite values before they reach the agent"))
+
+
+class _Worker:
+    """One daemon thread running calls handed to it (a hung call must not block interpreter exit)."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="rlengine-env-watch", daemon=True).start()
+
+    def submit(self, fn: Callable, *args: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._calls.put((future, fn, args))
+        return future
+
+    def _loop(self) -> None:
+        while True:
+            future, fn, args = self._calls.get()
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+class FaultWatch:
+    """Runs a pipeline's collection calls under the env timeout and tells which unrolls to drop.
+
+    ``run(fn, *args) -> (result, dropped)``: ``dropped`` is True when the
+    environment restarted during the call. A collection call that touches a
+    :class:`GuardedEnvironment` in process runs on a worker thread while this
+    thread watches it (one hand-over per unroll, not per step), so a hung
+    step stops the run; errors the environment raised inside a graph come
+    back as its own one-line error instead of a TensorFlow one.
+    """
+
+    def __init__(self, env: Environment):
+        self.env = env if isinstance(env, GuardedEnvironment) else None
+        self.dropped_unrolls = 0
+        self._worker: Optional[_Worker] = None
+
+    @property
+    def restarts(self) -> int:
+        return self.env.restarts if self.env is not None else 0
+
+    def metrics(self) -> dict:
+        return {"train/env_restarts": float(self.restarts), "train/dropped_unrolls": float(self.dropped_unrolls)}
+
+    def run(self, fn: Callable, *args: Any) -> tuple[Any, bool]:
+        before = self.restarts
+        result = self.call(fn, *args)
+        dropped = self.restarts != before
+        self.dropped_unrolls += dropped
+        return result, dropped
+
+    def call(self, fn: Callable, *args: Any) -> Any:
+        try:
+            if self.env is None or not self.env.needs_watcher:
+                return fn(*args)
+            return self._watched(fn, *args)
+        except tf.errors.OpError:
+            if self.env is not None and self.env.failure is not None:
+                raise self.env.failure from None
+            raise
+
+    def _watched(self, fn: Callable, *args: Any) -> Any:
+        if self._worker is None:
+            self._worker = _Worker()
+        env = self.env
+        assert env is not None  # call() watches only a guarded environment
+        future = self._worker.submit(fn, *args)
+        poll = min(env.step_timeout / 4, 0.5)
+        while not concurrent.futures.wait([future], timeout=poll).done:
+            env.check_responsive()  # raises once the env's call has run too long
+        return future.result()

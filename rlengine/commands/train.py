@@ -1,0 +1,60 @@
+"""``rlengine train``: train an agent from a TOML config, flags and ``--set`` overrides."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Optional
+
+from rlengine.api.command import Command
+
+TRAIN_FLAGS = {  # flag -> train.<key>
+    "algorithm": "algorithm", "env": "env", "num_envs": "num_envs",
+    "num_env_steps": "num_env_steps", "seed": "seed", "root_dir": "root_dir",
+}
+
+
+class Train(Command):
+    help = "train an agent (no arguments: PPO on CartPole-v1)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        t = parser
+        t.add_argument("config", nargs="?", help="TOML config file (default: the embedded PPO/CartPole config)")
+        t.add_argument("--algorithm", help="registered algorithm name (train.algorithm)")
+        t.add_argument("--env", help="environment name or Gymnasium id (train.env)")
+        t.add_argument("--num-envs", type=int, help="environment copies (train.num_envs)")
+        t.add_argument("--num-env-steps", type=int, help="env-step budget (train.num_env_steps)")
+        t.add_argument("--seed", type=int, help="run seed (train.seed)")
+        t.add_argument("--root-dir", help="where logs, metrics.jsonl, config and checkpoints go")
+        t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                       help="override any config key, e.g. --set ppo.learning_rate=3e-4")
+        t.add_argument("--eager", action="store_true", help="run everything eagerly (debugging)")
+        t.add_argument("--deterministic", action="store_true",
+                       help="op determinism: a resumed run ends as an uninterrupted one would (train.deterministic)")
+        t.add_argument("--force", action="store_true",
+                       help="resume --root-dir even though its config.toml differs from this run's config")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from rlengine.run.engine import Engine
+
+        overrides = [f"train.{key}={json.dumps(getattr(args, flag), ensure_ascii=False)}"
+                     for flag, key in TRAIN_FLAGS.items() if getattr(args, flag) is not None]
+        if args.eager:
+            overrides.append("train.eager=true")
+        if args.deterministic:
+            overrides.append("train.deterministic=true")
+        engine = Engine(args.config, overrides + args.set, plugins=getattr(args, "plugins", None),
+                        disabled_plugins=args.disable_plugin, force=args.force)
+        result = engine.train()
+        status = "reached" if result.reached_target else "did not reach"
+        target = engine.config.train.target_return
+        print(f"\nrlengine: {result.env_steps} env steps in {result.wall_time:.1f} s "
+              f"(training {result.train_time:.1f} s); last evaluation return "
+              f"{_fmt(result.eval_return)}" + (f", {status} the target {target:g}" if target is not None else ""))
+        print(f"rlengine: logs, metrics.jsonl and checkpoints are in {result.root_dir}")
+        print(f"rlengine: view them with: tensorboard --logdir {result.root_dir}")
+        return 0
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:.1f}"

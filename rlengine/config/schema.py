@@ -1,0 +1,83 @@
+"""What a run is configured with: the engine's ``[train]`` section plus one section per plugin.
+
+Each plugin class declares an attrs ``config_class``; its section is the
+name it was registered under. :mod:`rlengine.config.loading` builds these
+from TOML and overrides.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import attrs
+
+_positive = attrs.validators.gt(0)
+_non_negative = attrs.validators.ge(0)
+
+
+@attrs.define(kw_only=True)
+class TrainConfig:
+    """The engine's own settings (TOML section ``[train]``)."""
+
+    algorithm: str = "ppo"  # registered algorithm name
+    env: str = "CartPole-v1"  # registered environment name, or an id for env_provider
+    env_provider: str = "gym"  # environment class that takes ids not registered by name
+    num_envs: int = attrs.field(default=8, validator=_positive)  # copies stepped as one batch
+    num_env_steps: int = attrs.field(default=200_000, validator=_positive)  # budget (all copies)
+    unroll_length: int = attrs.field(default=32, validator=_positive)  # steps per copy per iteration
+    #: seeds Python, NumPy, TensorFlow and the run's generator; training env copy i gets seed + i
+    seed: int = attrs.field(default=0, validator=_non_negative)
+    transformers: list = attrs.field(factory=list)  # observation transformers, applied in order
+    writers: list = attrs.field(factory=lambda: ["console", "tensorboard", "jsonl"])  # summary writers, by name
+    summary_interval: int = attrs.field(default=1, validator=_positive)  # iterations between summaries
+    eval_interval: int = attrs.field(default=10, validator=_non_negative)  # iterations; 0: never
+    #: greedy episodes per evaluation, spread over up to 32 env copies seeded apart from the training ones
+    num_eval_episodes: int = attrs.field(default=10, validator=_positive)
+    target_return: Optional[float] = None  # stop once evaluation reaches it
+    checkpoint_interval: int = attrs.field(default=0, validator=_non_negative)  # iterations; 0: at end only
+    keep_checkpoints: int = attrs.field(default=3, validator=_positive)  # newest complete checkpoints kept on disk
+    checkpoint_replay: bool = True  # checkpoints hold the replay buffer, so a resumed run keeps its experience
+    deterministic: bool = False  # op determinism: resumed runs end with the same weights as uninterrupted ones
+    root_dir: str = ""  # empty: runs/<algorithm>-<env>-<time>
+    eager: bool = False  # run every tf.function eagerly (debugging)
+    replay_on_policy: bool = False  # on-policy algorithms: route each unroll through a replay buffer
+    pipeline: str = "sync"  # registered pipeline that moves data from environments to the learner ("async": threads)
+    # NaN guard: stop the run after this many updates in a row skipped for a non-finite loss or gradient
+    max_nonfinite_updates: int = attrs.field(default=100, validator=_positive)
+    # Environment faults: a training env whose step or reset raises is recreated (new seed, same env ids)
+    # at most this many times per run, its partial unroll dropped; 0: the first error stops the run
+    max_env_restarts: int = attrs.field(default=10, validator=_non_negative)
+    # seconds an env step or reset may take before the run stops naming the env (no restart); 0: no limit
+    env_step_timeout: float = attrs.field(default=60.0, validator=attrs.validators.ge(0.0))
+    check_observations: bool = True  # stop, naming the env and copy, on a NaN or infinite observation or reward
+
+
+#: Sections the engine itself owns (every other section belongs to a plugin).
+CORE_SECTIONS = {"train": TrainConfig}
+
+#: Keys that were renamed: naming the new one beats "unknown key".
+RENAMED_KEYS = {"train.driver": "train.pipeline"}
+
+
+@attrs.define
+class RunConfig:
+    """The whole configuration of one run."""
+
+    train: TrainConfig = attrs.field(factory=TrainConfig)
+    #: section name -> attrs config instance of the plugin class registered under it
+    sections: dict = attrs.field(factory=dict)
+
+    def section(self, name: str, config_class: type) -> Any:
+        """The config of plugin section ``name`` (defaults when absent)."""
+        return self.sections.get(name) or config_class()
+
+    def to_dict(self) -> dict:
+        out = {"train": _asdict(self.train)}
+        out.update({name: _asdict(cfg) for name, cfg in sorted(self.sections.items())})
+        return out
+
+
+
+
+def _asdict(cfg: Any) -> dict:
+    return {k: v for k, v in attrs.asdict(cfg, recurse=False).items() if v is not None}

@@ -1,0 +1,239 @@
+"""The learner: turns experience into gradient updates, on-policy or from replay.
+
+On-policy, one :meth:`Learner.train` call (one ``tf.function`` call) runs::
+
+    batch = algorithm.preprocess_experience(experience)        # [T + 1, B] -> [T, B]
+    for epoch in range(algorithm.num_epochs):
+        for minibatch in shuffled(batch, algorithm.mini_batch_size):
+            update(minibatch)
+
+From replay, one :meth:`Learner.train_from_replay` call runs::
+
+    for _ in range(algorithm.num_updates_per_iteration):
+        sequences, indices, weights = buffer.sample(mini_batch_size)   # [B, L]
+        batch = algorithm.preprocess_experience(time_major(sequences))  # e.g. transitions
+        loss = update(batch, weights)
+        buffer.update_priorities(indices, loss.priority)               # prioritized only
+
+``update`` records ``train_step`` under one persistent tape and lets
+``train_complete`` turn it into the loss and gradients, which are applied
+unless one is not finite. Stateless algorithms see rows (``[T * B]``
+on-policy, whatever ``preprocess_experience`` returns from replay);
+recurrent ones (``needs_time_dimension``) see whole sequences, and
+``train_step`` runs in a ``tf.while_loop`` over time, resetting the state
+where a step is FIRST. All loops are graph loops, so tracing cost does not
+grow with their number.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import tensorflow as tf
+
+from rlengine.api import Algorithm
+from rlengine.api import seeding as run_random
+from rlengine.api.data import Experience, LossInfo, Nest
+from rlengine.api.specs import RunSpecs
+from rlengine.collect.distributions import Converters, params_spec
+from rlengine.collect.policy_step import reset_where_first
+from rlengine.errors import NonFiniteError
+
+
+def all_finite(tensors: list) -> Any:
+    checks = [tf.reduce_all(tf.math.is_finite(t)) for t in tensors if t is not None]
+    return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
+
+
+def first_nonfinite_name(loss_info: LossInfo, grads_and_vars: list) -> Any:
+    """A string tensor naming the first non-finite loss term, else the total, else a gradient.
+
+    The extra terms come first since the total is usually their sum: the
+    term names the culprit more precisely.
+    """
+    named = [(f"loss term {k!r}", v) for k, v in sorted(loss_info.extra.items())]
+    named.append(("the total loss", loss_info.loss))
+    named += [(f"the gradient of {v.name!r}", g) for g, v in grads_and_vars if g is not None]
+    named = [(n, t) for n, t in named if tf.as_dtype(t.dtype).is_floating]
+    bad = tf.stack([tf.logical_not(tf.reduce_all(tf.math.is_finite(t))) for _, t in named])
+    names = tf.constant([n for n, _ in named] + ["an unknown value"])
+    return tf.gather(names, tf.where(tf.reduce_any(bad), tf.argmax(tf.cast(bad, tf.int32)), len(named)))
+
+
+def swap_leading(t: Any) -> Any:
+    """``[T, B, ...]`` <-> ``[B, T, ...]``."""
+    return tf.transpose(t, [1, 0, *range(2, len(t.shape))])
+
+
+class Learner:
+    """Runs the updates of one algorithm."""
+
+    def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, buffer: Any = None):
+        self.algorithm = algorithm
+        self.specs = specs
+        self.converters = converters
+        self.buffer = buffer
+        self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
+        # the NaN guard: updates skipped in a row, and what was not finite in the newest one
+        self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
+        self.nonfinite_culprit = tf.Variable("", dtype=tf.string, trainable=False, name="nonfinite_culprit")
+        # autograph=False: explicit loops; see SyncDriver.
+        self.train = tf.function(self._train, autograph=False)
+        self.train_from_replay = tf.function(self._train_from_replay, autograph=False)
+
+    # -- on-policy -------------------------------------------------------------
+    def _train(self, experience: Experience) -> dict:
+        """Preprocess ``[T + 1, B]`` experience and run every epoch of minibatch updates."""
+        batch = self.algorithm.preprocess_experience(self._with_distributions(experience))
+        spec = self.converters.spec_of(batch, outer_dims=2)
+        flat = tf.nest.flatten(self.converters.to_params(batch))
+        recurrent = self.algorithm.needs_time_dimension
+        if recurrent:  # sequences are kept whole; minibatches pick copies: [B, T]
+            flat = [swap_leading(t) for t in flat]
+        else:  # rows are independent: one flat batch [T * B]
+            flat = [tf.reshape(t, [-1, *t.shape[2:]]) for t in flat]
+        num_rows = tf.shape(flat[0])[0]
+        size = self.algorithm.mini_batch_size or num_rows
+        num_minibatches = tf.maximum(num_rows // size, 1)
+
+        def minibatch(i, order, totals):
+            rows = order[i * size:(i + 1) * size]
+            params = tf.nest.pack_sequence_as(params_spec(spec), [tf.gather(t, rows) for t in flat])
+            loss = self._update(self._info_fn(params, spec, recurrent))
+            return i + 1, order, _add(totals, loss)
+
+        def epoch(e, totals):
+            order = run_random.shuffle(tf.range(num_rows))
+            _, _, totals = tf.while_loop(lambda i, *_: i < num_minibatches, minibatch,
+                                         (tf.constant(0), order, totals), parallel_iterations=1)
+            return e + 1, totals
+
+        _, totals = tf.while_loop(lambda e, _: e < self.algorithm.num_epochs, epoch,
+                                  (tf.constant(0), self._zero_totals()), parallel_iterations=1)
+        return _averages(totals, self.algorithm.num_epochs * num_minibatches)
+
+    # -- from replay -------------------------------------------------------------
+    def _train_from_replay(self, num_updates: Any) -> dict:
+        """Sample and update ``num_updates`` times; returns the average losses."""
+        algorithm = self.algorithm
+
+        def one_update(i, totals):
+            sample = self.buffer.sample(algorithm.mini_batch_size, algorithm.priority_beta)
+            experience = tf.nest.map_structure(swap_leading, sample.experience)  # [L, B]
+            batch = algorithm.preprocess_experience(self._with_distributions(experience))
+            weight = sample.weights if algorithm.prioritized_replay else None
+            if algorithm.needs_time_dimension:
+                spec = self.converters.spec_of(batch, outer_dims=2)
+                params = tf.nest.map_structure(swap_leading, self.converters.to_params(batch))
+                info_fn = self._info_fn(params, spec, recurrent=True)
+            else:
+                def info_fn():
+                    return algorithm.train_step(batch, ()).info
+            loss = self._update(info_fn, weight)
+            if algorithm.prioritized_replay:
+                self.buffer.update_priorities(sample.indices, loss.priority)
+            return i + 1, _add(totals, loss)
+
+        _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
+                                  (tf.constant(0), self._zero_totals()), parallel_iterations=1)
+        return _averages(totals, num_updates)
+
+    # -- one update ----------------------------------------------------------------
+    def _update(self, info_fn: Callable[[], Nest], weight: Optional[Any] = None) -> LossInfo:
+        """One gradient step: ``info_fn`` runs under the tape, ``train_complete`` makes the loss."""
+        with tf.GradientTape(persistent=True) as tape:
+            info = info_fn()
+        loss_info, grads_and_vars = self.algorithm.train_complete(tape, info, weight)
+        del tape
+        grads = [g for g, _ in grads_and_vars]
+        ok = tf.logical_and(all_finite(grads), all_finite([loss_info.loss]))
+
+        def apply():
+            self.algorithm.apply_gradients(grads_and_vars)
+            self.algorithm.after_update()
+            self.nonfinite_streak.assign(0)
+            return tf.constant(0, tf.int64)
+
+        def skip():
+            self.nonfinite_streak.assign_add(1)
+            self.nonfinite_culprit.assign(first_nonfinite_name(loss_info, grads_and_vars))
+            return tf.constant(1, tf.int64)
+
+        self.skipped_updates.assign_add(tf.cond(ok, apply, skip))
+        return loss_info
+
+    def check_nonfinite_streak(self, limit: int) -> None:
+        """Stop the run once ``limit`` updates in a row were skipped as not finite."""
+        streak = int(self.nonfinite_streak.numpy())
+        if streak < limit:
+            return
+        culprit = self.nonfinite_culprit.numpy().decode()
+        raise NonFiniteError(
+            f"{streak} updates in a row skipped because {culprit} was not finite (train.max_nonfinite_updates "
+            f"= {limit}); try a lower learning rate, normalising observations (train.transformers = "
+            f'["normalize"]), or checking the rewards for NaN or huge values')
+
+    def _info_fn(self, params: Nest, spec: Nest, recurrent: bool) -> Callable[[], Nest]:
+        if recurrent:
+            return lambda: self._train_over_time(params, spec)
+        return lambda: self.algorithm.train_step(self.converters.from_params(params, spec), ()).info
+
+    def _train_over_time(self, params: Nest, spec: Nest) -> Nest:
+        """``train_step`` over ``[b, T]`` sequences in a while loop; infos stacked ``[T, b]``."""
+        time_major = tf.nest.map_structure(swap_leading, params)
+        first = tf.nest.flatten(time_major)[0]
+        # a static length (replayed sequences have one) keeps the stacked infos' shape static
+        length, batch = first.shape[0] or tf.shape(first)[0], tf.shape(first)[1]
+        info_spec = params_spec(self.specs.train_info)
+        arrays = [tf.TensorArray(s.dtype, size=length, element_shape=[None, *s.shape])
+                  for s in tf.nest.flatten(info_spec)]
+        initial = self.algorithm.initial_state(batch)
+
+        def step(t, state, arrays):
+            exp = self.converters.from_params(tf.nest.map_structure(lambda x: x[t], time_major), spec)
+            state = reset_where_first(exp.step_type, state, initial)
+            out = self.algorithm.train_step(exp, state)
+            flat_info = tf.nest.flatten(self.converters.to_params(out.info))
+            return t + 1, out.state, [a.write(t, x) for a, x in zip(arrays, flat_info)]
+
+        _, _, arrays = tf.while_loop(lambda t, *_: t < length, step,
+                                     (tf.constant(0), self._first_state(time_major, initial), arrays),
+                                     parallel_iterations=1)
+        stacked = tf.nest.pack_sequence_as(info_spec, [a.stack() for a in arrays])
+        return self.converters.from_params(stacked, self.specs.train_info)
+
+    def _first_state(self, time_major: Experience, initial: Nest) -> Nest:
+        """Start from the stored rollout state of the first row, or from zeros.
+
+        On-policy sequences are whole unrolls, so the stored state is exact;
+        from replay it is used only when the algorithm sets ``use_rollout_state``.
+        """
+        stored = time_major.state
+        use_stored = self.buffer is None or self.algorithm.use_rollout_state
+        if use_stored and tf.nest.flatten(stored):
+            return tf.nest.map_structure(lambda s: s[0], stored)
+        return initial
+
+    def _with_distributions(self, experience: Experience) -> Experience:
+        return experience._replace(
+            rollout_info=self.converters.from_params(experience.rollout_info, self.specs.rollout_info))
+
+    def _zero_totals(self) -> tuple:
+        return tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), _scalars(self.specs.loss))
+
+
+def _scalars(loss: LossInfo) -> tuple:
+    """The summed parts of a LossInfo (per-sample priorities are not averaged)."""
+    return (loss.loss, dict(loss.extra))
+
+
+def _add(totals: tuple, loss: LossInfo) -> tuple:
+    return tf.nest.map_structure(tf.add, totals, _scalars(loss))
+
+
+def _averages(totals: tuple, count: Any) -> dict:
+    count = tf.cast(count, tf.float32)
+    loss, extra = totals
+    out = {"loss/total": loss / count}
+    out.update({f"loss/{k}": v / count for k, v in extra.items()})
+    return out

@@ -1,0 +1,313 @@
+"""The replay buffer of off-policy algorithms: one ring of rows per environment copy.
+
+Rows (time steps, see :mod:`rlengine.api.data`) arrive batched over environment
+copies. A sampled sequence must be consecutive steps of *one* copy, so the
+buffer keeps a separate ring per copy: each leaf of the experience nest is
+one preallocated variable ``[num_envs, per_env, ...]`` with
+``per_env = capacity // num_envs``, and ``head[e]`` counts the rows copy ``e``
+has ever written (its next position is ``head[e] % per_env``). Nothing else
+grows with the capacity, except the sum tree of prioritized replay.
+
+Absolute time ``t`` of copy ``e`` lives at position ``t % per_env``. A
+sequence start ``t`` is *valid* when all its ``sequence_length`` rows are
+written and none is overwritten: ``head - per_env <= t <= head - L``. Only
+valid starts are ever sampled, so a sequence never crosses the write head
+and never mixes two copies.
+
+Every method works eagerly and inside ``tf.function(autograph=False)``: no
+Python control flow depends on tensor values, and all reads and writes are
+sparse resource ops (no full copy of the storage per call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from rlengine.api import seeding as run_random
+from rlengine.api.data import Nest, StepType
+from rlengine.api.specs import check_nest
+from rlengine.learn.sumtree import SumTree
+
+#: Added to priorities before the exponent, so a zero loss still leaves a
+#: sequence a small chance of being drawn again.
+PRIORITY_EPS = 1e-6
+
+
+
+def rows_to_store(experience: Any, begin: Any = 1) -> Any:
+    """Rows ``begin..T`` of a ``[T + 1, B]`` unroll in time order, flattened to ``[N]``: one replay add
+    (one sum-tree update) per unroll. Row 0 repeats the previous unroll's last row, so usually begin = 1."""
+    return tf.nest.map_structure(lambda x: tf.reshape(x[begin:], [-1, *x.shape[2:]]), experience)
+
+
+class Sample(NamedTuple):
+    """What :meth:`ReplayBuffer.sample` returns."""
+
+    experience: Nest  # nest of [batch_size, sequence_length, ...] (batch-major)
+    indices: Any  # int64 [batch_size]: flat ids (env * per_env + position) of the starts
+    weights: Any  # float32 [batch_size]: importance weights / their max (ones when uniform)
+
+
+class _Layout:
+    """Static facts about the buffer. A plain object, so tf.Module does not wrap or track it."""
+
+    def __init__(self, spec: Nest, num_envs: int, per_env: int, length: int):
+        self.spec = spec
+        self.flat_spec = tf.nest.flatten(spec)
+        self.num_envs = num_envs
+        self.per_env = per_env
+        self.length = length
+
+
+def env_ids_of(nest: Nest) -> Any:
+    """The ``env_id`` field of an Experience or of a dict nest."""
+    if hasattr(nest, "env_id"):
+        return nest.env_id
+    if isinstance(nest, Mapping) and "env_id" in nest:
+        return nest["env_id"]
+    raise ValueError("replay buffer: the experience nest has no 'env_id' field to choose rings by")
+
+
+def _too_few_rows_message(length: int, num_envs: int) -> str:
+    return (f"replay buffer: sampling before any environment copy holds mini_batch_length={length} rows; "
+            f"set initial_collect_steps >= num_envs * mini_batch_length = {num_envs * length} "
+            "(or check can_sample() first)")
+
+
+class ReplayBuffer(tf.Module):
+    """Fixed-size replay of experience rows, uniform or prioritized over sequence starts."""
+
+    def __init__(self, experience_spec: Nest, num_envs: int, capacity: int, *, sequence_length: int = 2,
+                 prioritized: bool = False, priority_alpha: float = 0.6, name: str = "replay_buffer"):
+        super().__init__(name=name)
+        if num_envs < 1 or sequence_length < 1:
+            raise ValueError(f"replay buffer: num_envs={num_envs} and sequence_length={sequence_length} must be >= 1")
+        if capacity < num_envs * sequence_length:
+            raise ValueError(f"replay buffer: capacity={capacity} is below num_envs * sequence_length = "
+                             f"{num_envs} * {sequence_length}; every ring must hold one whole sequence")
+        env_spec = env_ids_of(experience_spec)
+        if not env_spec.dtype.is_integer or env_spec.shape.rank != 0:
+            raise ValueError(f"replay buffer: env_id must be a scalar integer per row, got {env_spec}")
+        self._layout = _Layout(experience_spec, num_envs, capacity // num_envs, sequence_length)
+        self.prioritized = bool(prioritized)
+        self.priority_alpha = float(priority_alpha)
+        with self.name_scope:
+            shape = [num_envs, self._layout.per_env]
+            self._storage = [tf.Variable(tf.zeros(shape + list(s.shape), s.dtype), trainable=False, name=f"rows_{i}")
+                             for i, s in enumerate(self._layout.flat_spec)]
+            self._head = tf.Variable(tf.zeros([num_envs], tf.int64), trainable=False, name="head")
+            if self.prioritized:
+                self._tree = SumTree(num_envs * self._layout.per_env)
+                # Stored-space (already ** alpha) priority given to new starts.
+                self._max_priority = tf.Variable(1.0, trainable=False, name="max_priority")
+
+    # -- facts ----------------------------------------------------------------
+    @property
+    def num_envs(self) -> int:
+        return self._layout.num_envs
+
+    @property
+    def rows_per_env(self) -> int:
+        return self._layout.per_env
+
+    @property
+    def sequence_length(self) -> int:
+        return self._layout.length
+
+    @property
+    def capacity(self) -> int:
+        """Rows actually held: ``num_envs * (capacity // num_envs)``."""
+        return self._layout.num_envs * self._layout.per_env
+
+    def num_rows(self) -> Any:
+        """Valid rows over all copies (int64 scalar)."""
+        return tf.reduce_sum(tf.minimum(self._head.read_value(), self._layout.per_env))
+
+    def can_sample(self) -> Any:
+        """True once at least one copy holds a whole sequence (bool scalar)."""
+        return tf.reduce_any(tf.minimum(self._head.read_value(), self._layout.per_env) >= self._layout.length)
+
+    def _valid_start_counts(self, head: Any) -> Any:
+        """Valid sequence starts of each copy (int64 ``[num_envs]``)."""
+        return tf.maximum(tf.minimum(head, self._layout.per_env) - self._layout.length + 1, 0)
+
+    def _start_is_valid(self, env: Any, pos: Any, head: Any) -> Any:
+        """Whether the row now at ``pos`` of ring ``env`` starts a valid sequence."""
+        h = tf.gather(head, env)
+        latest = h - 1 - tf.math.floormod(h - 1 - pos, self._layout.per_env)  # absolute time held at pos
+        return tf.logical_and(latest >= 0, latest <= h - self._layout.length)
+
+    # -- writing ----------------------------------------------------------------
+    def add(self, rows: Nest) -> None:
+        """Append ``rows`` (leading ``[B]``) to the rings named by their ``env_id``.
+
+        Usually one row per copy, but several rows of one copy may come in one
+        call (e.g. a ``[T, B]`` unroll flattened time-major): rows of the same
+        copy are written in the order they appear, at most ``rows_per_env`` each.
+        """
+        check_nest("replay buffer", "add() rows", self._layout.spec, rows)
+        env = tf.cast(env_ids_of(rows), tf.int64)
+        rank, counts = self._checked_ranks(env)
+        head = self._head.read_value()
+        time = tf.gather(head, env) + rank  # absolute time of each row within its copy
+        index = tf.stack([env, tf.math.floormod(time, self._layout.per_env)], axis=1)
+        for var, value in zip(self._storage, tf.nest.flatten(rows)):
+            var.scatter_nd_update(index, value)
+        new_head = head + counts
+        self._head.assign(new_head)
+        if self.prioritized:
+            self._refresh_new_starts(env, time, new_head)
+
+    def _checked_ranks(self, env: Any) -> tuple:
+        """Each row's rank among the rows of its copy in this call, and rows per copy."""
+        n = self._layout.num_envs
+        checks = [
+            tf.debugging.assert_non_negative(env, message="replay buffer: env_id must be >= 0"),
+            tf.debugging.assert_less(env, tf.constant(n, tf.int64),
+                                     message=f"replay buffer: env_id must be < num_envs={n}"),
+        ]
+        with tf.control_dependencies(checks):
+            counts = tf.math.unsorted_segment_sum(tf.ones_like(env), env, n)
+        too_many = tf.debugging.assert_less_equal(
+            counts, tf.constant(self._layout.per_env, tf.int64),
+            message=f"replay buffer: one add() call holds more than rows_per_env={self._layout.per_env} rows of a copy")
+        with tf.control_dependencies([too_many]):
+            # Stable sort by copy; rank = place in the sorted run of that copy.
+            order = tf.cast(tf.argsort(env, stable=True), tf.int64)
+            ordered = tf.gather(env, order)
+            first = tf.searchsorted(ordered, ordered, side="left", out_type=tf.int64)
+            rank_sorted = tf.range(tf.size(env, out_type=tf.int64)) - first
+            rank = tf.scatter_nd(order[:, None], rank_sorted, tf.shape(env, out_type=tf.int64))
+        return rank, counts
+
+    def _refresh_new_starts(self, env: Any, time: Any, head: Any) -> None:
+        """Set the tree leaves whose validity this add changed.
+
+        Those are the written positions (overwritten or too new: zero, unless
+        their sequence completed in this same call) and the starts whose
+        sequence the new rows complete (max priority). Each leaf's value is
+        derived from the new heads alone, so duplicates carry equal values.
+        None of them held a learned priority worth keeping.
+        """
+        envs = tf.concat([env, env], 0)
+        starts = tf.concat([time, time - (self._layout.length - 1)], 0)
+        pos = tf.math.floormod(starts, self._layout.per_env)
+        valid = self._start_is_valid(envs, pos, head)
+        values = tf.where(valid, self._max_priority.read_value(), 0.0)
+        self._tree.set(envs * self._layout.per_env + pos, values)
+
+    def update_priorities(self, indices: Any, priorities: Any) -> None:
+        """Give the sampled starts ``indices`` new priorities (stored as ``(p + eps) ** alpha``).
+
+        Starts that stopped being valid since they were sampled (overwritten)
+        keep priority zero.
+        """
+        self._require_prioritized("update_priorities")
+        ids = tf.cast(indices, tf.int64)
+        p = tf.cast(priorities, tf.float32)
+        check = tf.debugging.assert_non_negative(p, message="replay buffer: priorities must be finite and >= 0")
+        with tf.control_dependencies([check]):
+            stored = tf.pow(p + PRIORITY_EPS, self.priority_alpha)
+        per_env = self._layout.per_env
+        valid = self._start_is_valid(ids // per_env, ids % per_env, self._head.read_value())
+        self._tree.set(ids, tf.where(valid, stored, 0.0))
+        self._max_priority.assign(tf.maximum(self._max_priority, tf.reduce_max(stored)))
+
+    def mark_newest_rows_last(self, env_ids: Any = None) -> None:
+        """Turn each copy's newest row (or only those of ``env_ids``) into a LAST step: its episode is cut there.
+
+        For a resumed run that could not restore its environments: they start
+        new episodes, and without the mark the newest stored row and the next
+        FIRST row would replay as one transition that never happened. Algorithms
+        start no transition at a LAST row and stop n-step returns there; the
+        row's discount is kept, so the transition into it still bootstraps
+        (like a time limit).
+        """
+        leaf = tf.nest.pack_sequence_as(self._layout.spec, list(range(len(self._storage)))).step_type
+        head = self._head.read_value()
+        envs = tf.where(head > 0)[:, 0]
+        if env_ids is not None:  # e.g. the copies of one async env thread whose environment was recreated
+            wanted = tf.cast(tf.reshape(env_ids, [-1]), tf.int64)
+            envs = tf.boolean_mask(wanted, tf.gather(head, wanted) > 0)
+        index = tf.stack([envs, tf.math.floormod(tf.gather(head, envs) - 1, self._layout.per_env)], axis=1)
+        storage = self._storage[leaf]
+        storage.scatter_nd_update(index, tf.fill(tf.shape(envs), tf.constant(StepType.LAST, storage.dtype)))
+
+    def clear(self) -> None:
+        """Forget every row; the storage is left as is and simply becomes unreachable."""
+        self._head.assign(tf.zeros_like(self._head))
+        if self.prioritized:
+            self._tree.clear()
+            self._max_priority.assign(1.0)
+
+    def _require_prioritized(self, what: str) -> None:
+        if not self.prioritized:
+            raise ValueError(f"replay buffer: {what}() needs prioritized=True")
+
+    # -- reading ----------------------------------------------------------------
+    def sample(self, batch_size: int, beta: Any = 0.4) -> Sample:
+        """Draw ``batch_size`` sequences of ``sequence_length`` consecutive rows of one copy each."""
+        if self.prioritized:
+            env, pos, weights = self._draw_prioritized(batch_size, beta)
+        else:
+            env, pos = self._draw_uniform(batch_size)
+            weights = tf.ones([batch_size], tf.float32)
+        steps = tf.range(self._layout.length, dtype=tf.int64)
+        positions = tf.math.floormod(pos[:, None] + steps[None, :], self._layout.per_env)  # wraps the ring
+        index = tf.stack([tf.broadcast_to(env[:, None], tf.shape(positions)), positions], axis=-1)
+        flat = [var.gather_nd(index) for var in self._storage]
+        experience = tf.nest.pack_sequence_as(self._layout.spec, flat)
+        return Sample(experience, env * self._layout.per_env + pos, weights)
+
+    def _draw_uniform(self, batch_size: int) -> tuple:
+        """A copy uniformly among those ready, then a start uniformly among its valid ones."""
+        head = self._head.read_value()
+        counts = self._valid_start_counts(head)
+        ready = tf.where(counts > 0)[:, 0]
+        num_ready = tf.size(ready, out_type=tf.int64)
+        check = tf.debugging.assert_positive(num_ready, message=_too_few_rows_message(
+            self._layout.length, self._layout.num_envs))
+        with tf.control_dependencies([check]):
+            env = tf.gather(ready, tf.random.stateless_uniform([batch_size], run_random.seed(), 0, num_ready,
+                                                               dtype=tf.int64))
+        count = tf.gather(counts, env)
+        # Per-row maxval: scale a uniform float; float64 keeps the bias negligible.
+        uniform = tf.random.stateless_uniform([batch_size], run_random.seed(), dtype=tf.float64)
+        offset = tf.cast(tf.floor(uniform * tf.cast(count, tf.float64)), tf.int64)
+        oldest = tf.maximum(tf.gather(head, env) - self._layout.per_env, 0)
+        pos = tf.math.floormod(oldest + tf.minimum(offset, count - 1), self._layout.per_env)
+        return env, pos
+
+    def _draw_prioritized(self, batch_size: int, beta: Any) -> tuple:
+        """Stratified draw from the sum tree, with importance weights ``(N * P(i)) ** -beta / max``."""
+        total = self._tree.total()
+        check = tf.debugging.assert_positive(total, message=_too_few_rows_message(
+            self._layout.length, self._layout.num_envs))
+        with tf.control_dependencies([check]):
+            ids = self._tree.sample_stratified(batch_size)
+        prob = self._tree.get(ids) / total
+        num_valid = tf.cast(tf.reduce_sum(self._valid_start_counts(self._head.read_value())), tf.float32)
+        weights = tf.pow(num_valid * prob, -tf.cast(beta, tf.float32))
+        weights = weights / tf.reduce_max(weights)
+        return ids // self._layout.per_env, ids % self._layout.per_env, weights
+
+    def gather_all(self) -> Nest:
+        """Every held row, ``[num_envs, rows, ...]`` in time order per copy.
+
+        For replaying everything (e.g. on-policy reuse); every copy must hold
+        the same number of rows, which is the case when rows always arrive
+        one per copy.
+        """
+        head = self._head.read_value()
+        filled = tf.minimum(head, self._layout.per_env)
+        check = tf.debugging.assert_equal(filled, filled[0], message=(
+            "replay buffer: gather_all() needs every environment copy to hold the same number of rows"))
+        with tf.control_dependencies([check]):
+            steps = tf.range(filled[0])
+        time = tf.maximum(head - self._layout.per_env, 0)[:, None] + steps[None, :]
+        envs = tf.broadcast_to(tf.range(self._layout.num_envs, dtype=tf.int64)[:, None], tf.shape(time))
+        index = tf.stack([envs, tf.math.floormod(time, self._layout.per_env)], axis=-1)
+        return tf.nest.pack_sequence_as(self._layout.spec, [var.gather_nd(index) for var in self._storage])

@@ -1,0 +1,61 @@
+"""The synchronous collector: one batched environment unrolled with the rollout policy.
+
+One call of :meth:`Collector.run` is one ``tf.function`` call that steps the
+environment ``unroll_length`` times (the environment is reached through
+``tf.numpy_function``), so the Python-to-graph cost is paid once per unroll,
+not once per step.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from rlengine.api import Algorithm, Environment
+from rlengine.api.data import Experience, Nest, TimeStep
+from rlengine.api.specs import RunSpecs
+from rlengine.collect.distributions import Converters
+from rlengine.collect.env_caller import EnvCaller
+from rlengine.collect.policy_step import act, observe
+from rlengine.collect.transformers import TransformerChain
+from rlengine.collect.unroll import Carry, unroll
+
+
+class Collector:
+    """Collects experience from one batched environment, one unroll per call."""
+
+    def __init__(self, env: Environment, chain: TransformerChain, algorithm: Algorithm,
+                 specs: RunSpecs, converters: Converters, unroll_length: int):
+        self.env = EnvCaller(env, specs.raw_time_step)
+        self.chain = chain
+        self.algorithm = algorithm
+        self.specs = specs
+        self.converters = converters
+        self.unroll_length = unroll_length
+        self.batch = env.batch_size
+        #: While True, actions are uniformly random (off-policy initial collection);
+        #: the algorithm's rollout still runs, so the stored info keeps its spec.
+        self.random_actions = tf.Variable(False, trainable=False, name="random_actions")
+        # autograph=False: the loops below are explicit, and converting the
+        # algorithm's source on first trace cost more than the training.
+        self.run = tf.function(self._run, autograph=False)
+        self.start = tf.function(self._start, autograph=False)
+
+    def _act(self, raw: TimeStep, transformer_state: tuple, policy_state: Nest) -> tuple:
+        time_step, transformer_state, state = observe(self.chain, self.algorithm, raw, transformer_state,
+                                                      policy_state, self.batch)
+        action, next_state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
+                                       time_step, state, self.batch)
+        exp = Experience(*time_step, action, info, state)
+        return Carry(exp, transformer_state, next_state), ()
+
+    def _start(self) -> Carry:
+        """Reset the environment and act on the first steps."""
+        carry, _ = self._act(self.env.reset(), self.chain.initial_state(self.batch),
+                             self.algorithm.initial_state(self.batch))
+        return carry
+
+    def _run(self, carry: Carry) -> tuple[Experience, Carry]:
+        """Step ``unroll_length`` times; returns ``[T + 1, B]`` rows and the next carry."""
+        experience, carry, _ = unroll(self.env.step, self._act, carry, (), self.specs, self.unroll_length,
+                                      self.batch)
+        return experience, carry

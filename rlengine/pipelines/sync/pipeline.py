@@ -1,0 +1,174 @@
+"""The synchronous pipeline (``train.pipeline = "sync"``): collect, then train, in turn.
+
+:meth:`SyncPipeline.create` picks one of three for the algorithm:
+
+* On-policy: one unroll, then every epoch of updates on it.
+* On-policy through replay (``train.replay_on_policy``): the unroll goes
+  into a replay buffer sized for one unroll, the learner replays all of it,
+  and the buffer is cleared; the same learner code as the direct path.
+* Off-policy: one unroll stored into the replay buffer, then
+  ``num_updates_per_iteration`` updates on sampled sequences. The first
+  ``initial_collect_steps`` env steps use uniformly random actions and train
+  nothing.
+
+Only this pipeline pins down where its environment stands between
+iterations, so only its checkpoints let episodes continue on resume
+(:meth:`save_state`: the environment's own state and the collector's carry).
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
+from rlengine.collect.faults import FaultWatch
+from rlengine.collect.unroll import Carry
+from rlengine.learn.replay import ReplayBuffer, rows_to_store
+from rlengine.pipelines.sync.collector import Collector
+
+
+class SyncPipeline(Pipeline):
+    """One batched environment, collected and trained in turn; the carry goes from unroll to unroll."""
+
+    @classmethod
+    def create(cls, context: PipelineContext, config: Any) -> Pipeline:
+        if context.algorithm.off_policy:
+            return OffPolicyPipeline(context, config)
+        if context.config.train.replay_on_policy:
+            return ReplayAllPipeline(context, config)
+        return OnPolicyPipeline(context, config)
+
+    def __init__(self, context: PipelineContext, config: Any):
+        super().__init__(context, config)
+        train = context.config.train
+        self.collector = Collector(context.envs[0], context.chain, context.algorithm, context.specs,
+                                   context.converters, train.unroll_length)
+        self.learner = context.learner
+        self.faults = FaultWatch(self.collector.env.env)  # env timeout, restarts, dropped unrolls
+        self.carry: Any = None
+
+    def start(self) -> None:
+        self.carry = self.faults.call(self.collector.start)
+
+    def _collect(self, function: Any) -> tuple:
+        """``(outputs of function(carry), dropped)``; the carry goes on from a recreated env if dropped."""
+        return self.faults.run(function, self.carry)
+
+    def _iteration(self, experience: Any, losses: dict, t0: float, t1: float, dropped: bool) -> Iteration:
+        return Iteration(experience, losses, t1 - t0, time.perf_counter() - t1, metrics=self.faults.metrics(),
+                         dropped=dropped)
+
+    # -- checkpoints: the environment's own state and the carry, as arrays (no pickle) ------------
+    def save_state(self) -> bytes:
+        env_state = _environment_state(self.context.envs[0])
+        if not env_state:  # the env cannot say where it stands: its episodes restart on resume
+            return b""
+        arrays = [np.frombuffer(env_state, np.uint8), *[t.numpy() for t in tf.nest.flatten(self.carry)]]
+        buffer = io.BytesIO()
+        np.savez(buffer, *arrays)
+        return buffer.getvalue()
+
+    def resume(self, state: bytes) -> bool:
+        arrays = _load_arrays(state)
+        if not arrays or not _restore_environment(self.context.envs[0], arrays[0].tobytes()):
+            return super().resume(state)
+        batch, ctx = self.collector.batch, self.context
+        template = Carry(ctx.specs.experience, ctx.chain.initial_state(batch), ctx.algorithm.initial_state(batch))
+        self.carry = tf.nest.pack_sequence_as(template, [tf.constant(a) for a in arrays[1:]])
+        return True
+
+
+class OnPolicyPipeline(SyncPipeline):
+    def iterate(self, env_steps: int) -> Iteration:
+        t0 = time.perf_counter()
+        (experience, self.carry), dropped = self._collect(self.collector.run)
+        t1 = time.perf_counter()
+        losses = {} if dropped else self.learner.train(experience)
+        return self._iteration(experience, losses, t0, t1, dropped)
+
+
+class ReplayAllPipeline(SyncPipeline):
+    """On-policy training that routes each unroll through a replay buffer."""
+
+    def __init__(self, context: PipelineContext, config: Any):
+        super().__init__(context, config)
+        train = context.config.train  # room for exactly one unroll of T + 1 rows per copy
+        self.buffer = ReplayBuffer(context.specs.experience, train.num_envs,
+                                   train.num_envs * (train.unroll_length + 1), sequence_length=1)
+        self.collect = tf.function(self._collect_and_replay, autograph=False)
+
+    def _collect_and_replay(self, carry: Carry) -> tuple:
+        experience, carry = self.collector._run(carry)
+        self.buffer.add(tf.nest.map_structure(lambda x: tf.reshape(x, [-1, *x.shape[2:]]), experience))
+        replayed = tf.nest.map_structure(lambda x: tf.transpose(x, [1, 0, *range(2, len(x.shape))]),
+                                         self.buffer.gather_all())  # [T + 1, B] again
+        self.buffer.clear()
+        return experience, replayed, carry
+
+    def iterate(self, env_steps: int) -> Iteration:
+        t0 = time.perf_counter()
+        (experience, replayed, self.carry), dropped = self._collect(self.collect)
+        t1 = time.perf_counter()
+        losses = {} if dropped else self.learner.train(replayed)  # the buffer is already cleared
+        return self._iteration(experience, losses, t0, t1, dropped)
+
+
+class OffPolicyPipeline(SyncPipeline):
+    def __init__(self, context: PipelineContext, config: Any):
+        super().__init__(context, config)
+        self.buffer, self.algorithm = context.replay, context.algorithm
+        self.store = tf.function(self._store, autograph=False)
+        steps = self.collector.unroll_length * self.collector.batch
+        self.num_updates = tf.constant(self.algorithm.num_updates_per_iteration or steps)  # 0: one per env step
+
+    def start(self) -> None:
+        super().start()
+        self.buffer.add(self.carry.experience)  # the first row; later unrolls store rows 1..T
+
+    def _store(self, experience: Any) -> None:
+        self.buffer.add(rows_to_store(experience))
+
+    def iterate(self, env_steps: int) -> Iteration:
+        warming_up = env_steps < self.algorithm.initial_collect_steps
+        self.collector.random_actions.assign(warming_up)
+        t0 = time.perf_counter()
+        (experience, carry), dropped = self._collect(self.collector.run)
+        if dropped:  # cut the stored episodes where the crash began; restart from FIRST rows
+            self.buffer.mark_newest_rows_last()
+            self.start()
+        else:
+            self.carry = carry
+            self.store(experience)
+        t1 = time.perf_counter()
+        losses = {} if warming_up or dropped else self.learner.train_from_replay(self.num_updates)
+        return self._iteration(experience, losses, t0, t1, dropped)
+
+
+def _environment_state(env: Any) -> bytes:
+    try:
+        return env.state()
+    except NotImplementedError:  # not supported: a resumed run starts new episodes
+        return b""
+
+
+def _restore_environment(env: Any, state: bytes) -> bool:
+    """Put ``env`` back in its saved ``state``; False when there is none or the env cannot."""
+    if not state:
+        return False
+    try:
+        env.restore_state(state)
+    except NotImplementedError:
+        return False
+    return True
+
+
+def _load_arrays(data: bytes) -> list:
+    if not data:
+        return []
+    with np.load(io.BytesIO(data), allow_pickle=False) as files:  # no pickle: loading it runs no code
+        return [files[f"arr_{i}"] for i in range(len(files.files))]

@@ -1,0 +1,176 @@
+"""Every hook rlengine calls. Plugins implement them with ``@rlengine.hookimpl``.
+
+Registration hooks run once per run, when the plugin manager is built, and
+are handed a ``register`` callable owned by the core; the core checks names
+and types and remembers which plugin registered what. Lifecycle hooks run in
+this order during ``rlengine train``::
+
+    rlengine_configure -> rlengine_train_start
+        -> (rlengine_iteration_end [-> rlengine_evaluation_end] [-> rlengine_checkpoint_saved])*
+    -> rlengine_train_end        # always, also when the run fails
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol
+
+from rlengine.plugin.markers import hookspec
+
+if TYPE_CHECKING:
+    from rlengine.api.run import Run
+    from rlengine.config.schema import RunConfig
+
+
+class Register(Protocol):
+    """The ``register`` callable a registration hook receives.
+
+    ``obj`` is the class, or a ``"module:attribute"`` string naming it: then
+    the module is imported only when a run (or a command) first uses it, so
+    listing plugins stays cheap. The core checks the name is unique and the
+    class is of the kind's base class, naming the plugin when it is not.
+    """
+
+    def __call__(self, name: str, obj: Any, *extra: Any) -> None: ...
+
+
+# -- registration ----------------------------------------------------------
+@hookspec
+def rlengine_register_algorithms(register: Register) -> None:
+    """Register algorithm classes.
+
+    Called once when the plugin manager is built. ``register(name, cls)``
+    takes a unique name (used as ``train.algorithm`` and as the TOML section
+    of the algorithm's config) and a subclass of :class:`rlengine.Algorithm`.
+    The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_register_environments(register: Register) -> None:
+    """Register environment classes.
+
+    Called once when the plugin manager is built. ``register(name, cls)``
+    takes a unique name and a subclass of :class:`rlengine.Environment`. A
+    run whose ``train.env`` is a registered name uses that class; any other
+    id goes to the class named by ``train.env_provider`` (default ``gym``).
+    The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_register_transformers(register: Register) -> None:
+    """Register observation-transformer classes.
+
+    Called once when the plugin manager is built. ``register(name, cls)``
+    takes a unique name (listed in ``train.transformers``) and a subclass of
+    :class:`rlengine.ObservationTransformer`. The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_register_writers(register: Register) -> None:
+    """Register summary-writer classes.
+
+    Called once when the plugin manager is built. ``register(name, cls)``
+    takes a unique name (listed in ``train.writers``) and a subclass of
+    :class:`rlengine.SummaryWriter`. The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_register_distributions(register: Register) -> None:
+    """Register how a distribution type is stored as tensors.
+
+    Called once when the plugin manager is built. ``register(name, cls,
+    to_params, from_params)`` takes a unique name, a ``tfp`` distribution
+    class, a function returning a dict of tensor parameters of an instance,
+    and a function rebuilding an instance from that dict. The return value
+    is ignored.
+    """
+
+
+@hookspec
+def rlengine_register_pipelines(register: Register) -> None:
+    """Register pipeline classes: how a run moves data from environments to the learner.
+
+    Called once when the plugin manager is built. ``register(name, cls)``
+    takes a unique name (used as ``train.pipeline`` and as the TOML section
+    of the pipeline's config) and a subclass of :class:`rlengine.Pipeline`.
+    The core registers ``sync`` and ``async`` through this hook. The return
+    value is ignored.
+    """
+
+
+@hookspec
+def rlengine_register_commands(register: Register) -> None:
+    """Register subcommands of the ``rlengine`` CLI.
+
+    Called once when the plugin manager is built, before the command line is
+    parsed. ``register(name, cls)`` takes a unique name (``rlengine NAME``)
+    and a subclass of :class:`rlengine.Command`. The core registers
+    ``train`` and ``plugins`` through this hook. The return value is ignored.
+    """
+
+
+# -- lifecycle -------------------------------------------------------------
+@hookspec
+def rlengine_configure(config: "RunConfig") -> Optional["RunConfig"]:
+    """Adjust or validate the run's configuration before anything is built.
+
+    Called once per run, after the TOML file and overrides are applied.
+    ``config`` is the validated :class:`rlengine.RunConfig`. Return a new
+    config (e.g. ``attrs.evolve(config, ...)``) to replace it, or ``None``
+    to keep it; raise :class:`rlengine.ConfigError` to refuse it.
+    Implementations are chained: each sees the previous one's result.
+    """
+
+
+@hookspec
+def rlengine_train_start(run: "Run") -> None:
+    """Called once when training starts, after specs are prepared.
+
+    ``run`` gives the config, the algorithm, the environments, the prepared
+    specs and the root dir. The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_iteration_end(run: "Run", iteration: int, metrics: Mapping[str, float]) -> None:
+    """Called after every training iteration (collection plus update).
+
+    ``iteration`` counts from 1; ``metrics`` are that iteration's scalars
+    (``env_steps``, losses, episode returns, timings). The return value is
+    ignored.
+    """
+
+
+@hookspec
+def rlengine_evaluation_end(run: "Run", iteration: int, metrics: Mapping[str, float]) -> None:
+    """Called after each evaluation of the greedy policy.
+
+    ``metrics`` holds ``eval/average_return``, ``eval/std_return`` and
+    ``eval/average_length``. The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_checkpoint_saved(run: "Run", iteration: int, path: str) -> None:
+    """Called after a checkpoint has been completely written to ``path``.
+
+    The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_train_end(run: "Run", error: Optional[BaseException]) -> None:
+    """Called once when training ends, whether it succeeded or failed.
+
+    ``error`` is the exception that ended the run, or ``None`` on success.
+    The return value is ignored.
+    """
+
+
+def hook_names() -> list[str]:
+    """Names of every hook, in the order they are declared here."""
+    return [n for n in globals() if n.startswith("rlengine_")]
+

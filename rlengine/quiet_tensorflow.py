@@ -1,0 +1,58 @@
+"""TensorFlow imported without its C++ start-up chatter.
+
+TensorFlow writes start-up messages to fd 2 before any logging is set up,
+so no setting silences them all; ``RLENGINE_DEBUG=1`` keeps them. Every
+subpackage that uses TensorFlow imports it through :func:`import_tensorflow`
+in its ``__init__``, so commands that need no TensorFlow (``--version``,
+``--help``, ``plugins``) never pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Send fd 2 to /dev/null: TensorFlow's C++ start-up messages are written there
+    before any logging is set up, so no setting silences them. ``RLENGINE_DEBUG=1`` keeps them."""
+    if os.environ.get("RLENGINE_DEBUG"):
+        yield
+        return
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        sys.stderr.flush()
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def import_tensorflow() -> None:
+    """Import TensorFlow (and TFP) quietly, once. No op runs here: the runtime starts when a run is
+    built, sized for its pipeline (see :mod:`rlengine.run.runtime`)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" in sys.modules:
+        return
+    # TensorFlow's Keras imports matplotlib.pyplot when it is installed (for image
+    # galleries rlengine never draws), about 0.5 s of every start-up; its import is
+    # guarded, so hide matplotlib until TensorFlow is in. Plotting imports it itself.
+    hide_matplotlib = "matplotlib" not in sys.modules
+    if hide_matplotlib:
+        sys.modules["matplotlib"] = None  # type: ignore[assignment]
+    try:
+        with quiet_stderr():
+            import tensorflow as tf
+            import tensorflow_probability  # noqa: F401
+
+            # Device discovery prints once (a failed cuInit on machines without a
+            # GPU); it does not start the runtime, so the pool can still be sized.
+            tf.config.list_physical_devices()
+    finally:
+        if hide_matplotlib and sys.modules.get("matplotlib", 0) is None:
+            del sys.modules["matplotlib"]

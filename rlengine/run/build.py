@@ -1,0 +1,209 @@
+"""Builds a run's components from its config and the loaded plugins.
+
+The pipeline is whatever ``train.pipeline`` names in the registry: build
+asks its class which environments to make and how many inter-op threads it
+needs, prepares the specs once, then hands the prepared parts to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from rlengine.api import Algorithm, Environment
+from rlengine.api.pipeline import Pipeline, PipelineContext
+from rlengine.api.specs import RunSpecs, check_nest
+from rlengine.collect.distributions import Converters
+from rlengine.collect.faults import GuardedEnvironment
+from rlengine.collect.transformers import TransformerChain
+from rlengine.config import RunConfig
+from rlengine.errors import ConfigError
+from rlengine.learn.learner import Learner
+from rlengine.learn.replay import ReplayBuffer
+from rlengine.plugin.manager import Plugins
+from rlengine.plugin.registry import config_section_kinds
+from rlengine.run.evaluator import Evaluator
+from rlengine.run.runtime import prepare_runtime
+from rlengine.run.specs import prepare_specs
+
+EVAL_SEED_OFFSET = 1_000_003  # evaluation copies never share seeds with training copies
+MAX_EVAL_COPIES = 32
+
+
+@attrs.define
+class Components:
+    """Everything a run steps, trains and writes with."""
+
+    eval_env: Environment
+    chain: TransformerChain
+    algorithm: Algorithm
+    converters: Converters
+    specs: RunSpecs
+    learner: Learner
+    evaluator: Evaluator
+    writers: list
+    pipeline: Pipeline
+    buffer: Any  # the replay buffer of off-policy algorithms, else None
+
+    @property
+    def envs(self) -> list:
+        """The training environments (the pipeline's)."""
+        return self.pipeline.envs
+
+    def write(self, metrics: dict) -> None:
+        for writer in self.writers:
+            writer.write(metrics)
+
+    def close(self) -> None:
+        """Stop the pipeline, then close writers and environments; every one is tried even if one fails."""
+        errors = []
+        self.pipeline.stop()  # threads first: they may be stepping the envs
+        for closable in [*self.writers, *self.pipeline.envs, self.eval_env]:
+            try:
+                closable.close()
+            except Exception as exc:  # keep closing the rest
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type[Environment]]:
+    """(section name, class) of the run's environment: by name, else the provider."""
+    envs = plugins.registries.environments
+    name = config.train.env if config.train.env in envs else config.train.env_provider
+    return name, envs.get(name).obj
+
+
+def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: int,
+                     first_env_id: int = 0, evaluation: bool = False) -> Environment:
+    """The plugin's environment inside a :class:`GuardedEnvironment` (restarts, timeout, finite check).
+
+    Evaluation environments are never restarted: the evaluator's episode
+    accounting does not survive a restart mid-evaluation.
+    """
+    name, cls = environment_class(config, plugins)
+    cfg, section = config.train, config.section(name, cls.config_class)
+
+    def factory(env_seed: int) -> Environment:
+        return cls(env_id=cfg.env, num_envs=num_envs, seed=env_seed, first_env_id=first_env_id, config=section)
+
+    label = f"{'evaluation ' if evaluation else ''}environment {cfg.env!r}"
+    return GuardedEnvironment(factory, label, seed, max_restarts=0 if evaluation else cfg.max_env_restarts,
+                              step_timeout=cfg.env_step_timeout, check_finite=cfg.check_observations,
+                              restarts_key=None if evaluation else "train.max_env_restarts")
+
+
+def pipeline_class(config: RunConfig, plugins: Plugins) -> tuple[type[Pipeline], Any]:
+    """The run's pipeline class and its config section."""
+    cls = plugins.registries.pipelines.get(config.train.pipeline).obj
+    return cls, config.section(config.train.pipeline, cls.config_class)
+
+
+def make_training_environments(config: RunConfig, plugins: Plugins, layout: list) -> list:
+    """One environment per ``(num_envs, first_env_id)`` of the pipeline's layout."""
+    envs: list = []
+    try:
+        for batch, first in layout:
+            envs.append(make_environment(config, plugins, batch, config.train.seed, first))
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+    return envs
+
+
+def check_names(config: RunConfig, plugins: Plugins) -> None:
+    """Fail early, with close matches, on any plugin name the config uses but nobody registered, and on
+    pipeline settings that cannot run; then size TensorFlow's runtime for the run."""
+    cfg, reg = config.train, plugins.registries
+    algorithm_class = reg.algorithms.get(cfg.algorithm).obj
+    environment_class(config, plugins)
+    for name in cfg.transformers:
+        reg.transformers.get(name)
+    for name in cfg.writers:
+        reg.writers.get(name)
+    cls, section = pipeline_class(config, plugins)
+    cls.env_layout(cfg, section, algorithm_class)  # settings that cannot run are refused before anything is written
+    prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)
+
+
+def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True) -> Components:
+    cfg, reg = config.train, plugins.registries
+    cls, section = pipeline_class(config, plugins)
+    prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)  # before the first op (done if an Engine built it)
+    algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
+    transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]
+    writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers] if writers else []
+    envs = make_training_environments(config, plugins, cls.env_layout(cfg, section, algorithm_cls))
+    env_name = environment_class(config, plugins)[0]
+    eval_env = spec_env = None
+    try:
+        eval_copies = min(cfg.num_eval_episodes, MAX_EVAL_COPIES)
+        eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
+        env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed))  # remote collection
+        raw_spec = env.time_step_spec()
+        chain = TransformerChain(_transformers(config, transformer_classes, raw_spec.observation))
+        time_step_spec = raw_spec._replace(
+            observation=TransformerChain.output_spec_of(chain.transformers, raw_spec.observation))
+        algorithm = algorithm_cls(time_step_spec, env.action_spec(), config.section(cfg.algorithm, algorithm_cls.config_class))
+        converters = Converters(reg.distributions)
+        check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, env.reset())
+        names: dict = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
+        specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
+        algorithm.build()
+        buffer = make_replay_buffer(config, algorithm, specs) if algorithm.off_policy else None
+        learner = Learner(algorithm, specs, converters, buffer)
+        context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
+                                  lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first))
+        pipeline = cls.create(context, section)
+        evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
+        writer_objects = [wcls(root_dir, config.section(n, wcls.config_class), total_env_steps=cfg.num_env_steps)
+                          for n, wcls in writer_classes]
+    except BaseException:
+        for e in [*envs, eval_env]:
+            if e is not None:
+                e.close()
+        raise
+    finally:
+        if spec_env is not None:
+            spec_env.close()
+    return Components(eval_env, chain, algorithm, converters, specs, learner, evaluator, writer_objects,
+                      pipeline, buffer)
+
+
+def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs) -> Any:
+    """The replay buffer an off-policy algorithm asks for, after checking it can be sampled."""
+
+    cfg, name = config.train, config.train.algorithm
+    needed = cfg.num_envs * algorithm.mini_batch_length
+    if algorithm.initial_collect_steps < needed:
+        raise ConfigError(
+            f"{name}.initial_collect_steps = {algorithm.initial_collect_steps} is too small to sample "
+            f"sequences of {algorithm.mini_batch_length} steps from {cfg.num_envs} environment copies; "
+            f"set it to at least {needed}")
+    needed_capacity = cfg.num_envs * max(algorithm.mini_batch_length, cfg.unroll_length)
+    if algorithm.replay_capacity < needed_capacity:
+        raise ConfigError(f"{name}.replay_capacity = {algorithm.replay_capacity} must be at least "
+                          f"{needed_capacity} (num_envs x max(mini_batch_length, unroll_length))")
+    return ReplayBuffer(specs.experience, cfg.num_envs, algorithm.replay_capacity,
+                        sequence_length=algorithm.mini_batch_length, prioritized=algorithm.prioritized_replay,
+                        priority_alpha=algorithm.priority_alpha)
+
+
+def _transformers(config: RunConfig, classes: list, observation_spec: Any) -> list:
+    out, spec = [], observation_spec
+    for name, cls in classes:
+        transformer = cls(spec, config.section(name, cls.config_class))
+        out.append(transformer)
+        spec = transformer.output_spec
+    return out
+
+
+def config_classes(plugins: Plugins) -> dict[str, type]:
+    """Section name -> config class, for every registered plugin class that has one."""
+    out: dict[str, type] = {}
+    for kind in config_section_kinds():
+        for entry in plugins.registries[kind]:
+            out.setdefault(entry.name, getattr(entry.obj, "config_class", None) or type(None))
+    return out

@@ -1,0 +1,190 @@
+"""The programmatic API: build a run from a config and train or evaluate it.
+
+Example (a notebook needs nothing else)::
+
+    import rlengine
+    engine = rlengine.Engine({"train": {"algorithm": "ppo", "env": "CartPole-v1"}})
+    result = engine.train()
+    print(result.eval_return, result.root_dir)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import time
+from typing import Any, Iterable, Iterator, Mapping, Optional
+
+import attrs
+import numpy as np
+import tensorflow as tf
+import tomli_w
+
+from rlengine.api import seeding as run_random
+from rlengine.api.run import Run
+from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_config, read_toml
+from rlengine.errors import RLEngineError
+from rlengine.plugin.manager import Plugins, build_plugins
+from rlengine.run.build import Components, build_components, check_names, config_classes
+from rlengine.run.checkpoints import check_resumable, checkpoint_dir, newest_checkpoint, write_atomically
+from rlengine.run.signals import stop_on_signals
+from rlengine.run.trainer import Trainer, TrainResult
+
+
+class Engine:
+    """One configured run.
+
+    ``config`` is a raw dict of TOML sections (``{"train": {...}, "ppo":
+    {...}}``), a path to a TOML file, or ``None``: then the embedded demo
+    (PPO tuned for CartPole-v1) unless the overrides choose another
+    ``train.algorithm`` or ``train.env``, in which case every setting starts
+    from its default. ``overrides`` are ``section.key=value`` strings.
+
+    Training into a root dir that holds checkpoints resumes from the newest
+    complete one (docs/resume.md); a root dir whose ``config.toml`` differs
+    from this config is refused unless ``force=True``.
+    """
+
+    def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
+                 *, disabled_plugins: Iterable[str] = (), extra_plugins: Iterable[tuple[str, Any]] = (),
+                 plugins: Optional[Plugins] = None, force: bool = False):
+        overrides = list(overrides)
+        self.force = force  # resume a root dir even if its config.toml differs (``rlengine train --force``)
+        if config is None and not _chooses_algorithm_or_env(overrides):
+            raw = read_toml(DEFAULT_CONFIG)  # the demo: PPO tuned for CartPole-v1
+        elif config is None:
+            raw = {}  # another algorithm or env: start from the engine's and plugins' own defaults
+        elif isinstance(config, (str, os.PathLike)):
+            raw = read_toml(str(config))
+        else:
+            raw = dict(config)
+        raw = apply_overrides(raw, list(overrides))
+        self.plugins = plugins or build_plugins(disabled=disabled_plugins, extra_plugins=extra_plugins)
+        self.plugins.raise_failures()
+        config_obj = build_config(raw, config_classes(self.plugins))
+        self.config: RunConfig = self.plugins.call_chained("rlengine_configure", "config", config_obj)
+        check_names(self.config, self.plugins)
+
+    @classmethod
+    def from_toml(cls, path: str, overrides: Iterable[str] = (), **kwargs: Any) -> "Engine":
+        return cls(path, overrides, **kwargs)
+
+    def train(self) -> TrainResult:
+        """Train until the step budget or the target return; returns the result.
+
+        SIGINT or SIGTERM (main thread only) ends it after the current
+        iteration with a checkpoint and :class:`TrainingInterrupted`; a second
+        SIGINT aborts at once. The previous handlers are restored afterwards.
+        """
+        with stop_on_signals():
+            return self._train()
+
+    def _train(self) -> TrainResult:
+        start = time.perf_counter()
+        cfg = self.config.train
+        root_dir = self._prepare_root_dir()
+        seed_everything(cfg.seed)
+        if cfg.deterministic:  # process-wide and cannot be undone; resume is exact with it (docs/resume.md)
+            tf.config.experimental.enable_op_determinism()
+        tf.config.run_functions_eagerly(cfg.eager)
+        components = build_components(self.config, self.plugins, root_dir)
+        run = Run(self.config, root_dir, components.algorithm, components.specs, components.pipeline,
+                  internals=components)
+        hook = self.plugins.hook
+        error: Optional[BaseException] = None
+        try:
+            hook.rlengine_train_start(run=run)
+            return Trainer(run, components, self.plugins, start).train()
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            try:
+                hook.rlengine_train_end(run=run, error=error)
+            finally:
+                components.close()
+                tf.config.run_functions_eagerly(False)
+
+    def evaluate(self, num_episodes: Optional[int] = None) -> dict:
+        """Evaluate the greedy policy of the newest checkpoint in ``train.root_dir``.
+
+        Returns ``eval/average_return``, ``eval/std_return``,
+        ``eval/average_length`` and ``eval/episodes``. Without a checkpoint
+        (nothing trained yet) it is an error rather than a score of a random
+        policy.
+        """
+        cfg = self.config.train
+        if num_episodes is not None:
+            self.config = attrs.evolve(self.config, train=attrs.evolve(cfg, num_eval_episodes=num_episodes))
+        with self.restored() as components:
+            return components.evaluator.run()
+
+    @contextlib.contextmanager
+    def restored(self) -> Iterator[Components]:
+        """The run's components (no writers) with the newest checkpoint of ``train.root_dir`` restored.
+
+        Shared by :meth:`evaluate` and ``rlengine play`` / ``export``; the
+        environments are closed on exit.
+        """
+        cfg = self.config.train
+        latest = newest_checkpoint(cfg.root_dir) if cfg.root_dir else None
+        if latest is None:
+            if not cfg.root_dir:
+                raise RLEngineError("no run directory to restore from: set train.root_dir to one that "
+                                    "'rlengine train' wrote")
+            raise RLEngineError(f"no checkpoint in {checkpoint_dir(cfg.root_dir)!r} yet: train first (rlengine train "
+                                f"--root-dir {cfg.root_dir}), or wait for the run's first checkpoint")
+        seed_everything(cfg.seed)
+        components = build_components(self.config, self.plugins, cfg.root_dir, writers=False)
+        try:
+            tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain) \
+                .restore(latest).expect_partial()
+            yield components
+        finally:
+            components.close()
+
+    def _prepare_root_dir(self) -> str:
+        cfg = self.config.train
+        root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
+        check_resumable(root_dir, self.config.to_dict(), self.force)  # before config.toml is replaced
+        os.makedirs(root_dir, exist_ok=True)
+        write_atomically(os.path.join(root_dir, "config.toml"), tomli_w.dumps(self.config.to_dict()))
+        return root_dir
+
+    # -- for commands on run directories -------------------------------------------------
+    # ``rlengine-tools`` (eval, play, export, plot) may use only the public API, and these
+    # answers otherwise live in private modules (rlengine.run.build, rlengine.run.checkpoints).
+
+    def environment_section(self) -> tuple[str, type]:
+        """``(section name, class)`` of the registered environment ``train.env`` resolves to.
+
+        The name is ``train.env`` when an environment is registered under it,
+        else ``train.env_provider`` (e.g. ``"gym"`` for a Gymnasium id); it is
+        also the environment's config section.
+        """
+        from rlengine.run.build import environment_class
+
+        return environment_class(self.config, self.plugins)
+
+    def newest_checkpoint(self) -> Optional[str]:
+        """Path prefix of the newest complete checkpoint in ``train.root_dir`` (what :meth:`restored`
+        restores), or None when there is none or no root dir is set."""
+        root_dir = self.config.train.root_dir
+        return newest_checkpoint(root_dir) if root_dir else None
+
+
+def _chooses_algorithm_or_env(overrides: list) -> bool:
+    return any(o.split("=", 1)[0].strip() in ("train.algorithm", "train.env") for o in overrides)
+
+
+def default_root_dir(algorithm: str, env: str) -> str:
+    safe_env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env)
+    return os.path.join("runs", f"{algorithm}-{safe_env}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    tf.random.set_seed(seed)
+    run_random.reset(seed)

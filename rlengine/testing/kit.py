@@ -1,0 +1,360 @@
+"""A testing kit for rlengine and plugin authors: tiny plugins that need no other package.
+
+Register them in-process::
+
+    from rlengine.run.engine import Engine
+    from rlengine.testing import testing_plugin, tiny_config
+    engine = Engine(tiny_config(), extra_plugins=[("testing", testing_plugin())])
+
+``counting`` is a deterministic environment, ``toy`` a small trainable
+on-policy algorithm, ``toy-q`` an off-policy one (learns from replay), ``memory`` a writer that keeps its rows, and :class:`HookRecorder`
+records every lifecycle hook call in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+import tf_keras
+
+from rlengine import hookimpl
+from rlengine.api import Algorithm, Environment, SummaryWriter
+from rlengine.api import seeding as run_random
+from rlengine.api.data import LossInfo, PolicyStep, StepType, TimeStep
+
+tfd = tfp.distributions
+
+
+@attrs.define
+class CountingConfig:
+    episode_length: int = attrs.field(default=4, validator=attrs.validators.gt(0))
+
+
+class CountingEnv(Environment):
+    """Observation ``[t, env_id]``; action 0/1; reward ``1 + action``; terminates at ``episode_length``."""
+
+    config_class = CountingConfig
+
+    def __init__(self, env_id, num_envs, seed, first_env_id=0, config=None):
+        super().__init__(env_id, num_envs, seed, first_env_id, config or CountingConfig())
+        self.ids = np.arange(first_env_id, first_env_id + num_envs, dtype=np.int32)
+        self.t = np.zeros(num_envs, np.int32)
+        self.closed = False
+
+    def time_step_spec(self):
+        s = tf.TensorSpec
+        return TimeStep(s([], tf.int32), s([], tf.float32), s([], tf.float32), s([2], tf.float32),
+                        self.action_spec(), s([], tf.int32))
+
+    def action_spec(self):
+        from tensorflow.python.framework.tensor_spec import BoundedTensorSpec  # the standard bounded spec
+
+        return BoundedTensorSpec([], tf.int32, 0, 1)
+
+    def _time_step(self, step_type, reward, discount, action):
+        obs = np.stack([self.t, self.ids], axis=1).astype(np.float32)
+        return TimeStep(step_type.astype(np.int32), reward.astype(np.float32), discount.astype(np.float32),
+                        obs, action.astype(np.int32), self.ids.copy())
+
+    def reset(self):
+        self.t[:] = 0
+        n = self.num_envs
+        return self._time_step(np.zeros(n), np.zeros(n), np.ones(n), np.zeros(n))
+
+    def step(self, action):
+        action = np.asarray(action)
+        restart = self.t >= self.config.episode_length
+        self.t = np.where(restart, 0, self.t + 1)
+        last = self.t >= self.config.episode_length
+        step_type = np.where(restart, StepType.FIRST, np.where(last, StepType.LAST, StepType.MID))
+        reward = np.where(restart, 0.0, 1.0 + action)
+        discount = np.where(last, 0.0, 1.0)
+        return self._time_step(step_type, reward, discount, np.where(restart, 0, action))
+
+    def close(self):
+        self.closed = True
+
+
+class ToyAlgorithm(Algorithm):
+    """A linear softmax policy trained by a one-step policy gradient (learns ``action = 1``)."""
+
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        self.logits = tf_keras.layers.Dense(2, kernel_initializer="zeros")
+        self.optimizer = tf_keras.optimizers.SGD(0.1)
+
+    def _dist(self, observation):
+        return tfd.Categorical(logits=self.logits(observation * 0.0 + 1.0), dtype=tf.int32)
+
+    def predict(self, time_step, state):
+        return PolicyStep(self._dist(time_step.observation).mode(), state, ())
+
+    def rollout(self, time_step, state):
+        dist = self._dist(time_step.observation)
+        return PolicyStep(dist.sample(seed=run_random.seed()), state, {"dist": dist})
+
+    def preprocess_experience(self, exp):
+        rows = tf.nest.map_structure(lambda t: t[:-1], exp._replace(rollout_info=()))
+        return rows._replace(rollout_info=exp.reward[1:])  # the reward each action earned
+
+    def train_step(self, exp, state):
+        dist = self._dist(exp.observation)
+        return PolicyStep((), state, {"log_prob": dist.log_prob(exp.action), "reward": exp.rollout_info})
+
+    def train_complete(self, tape, info, weight=None):
+        with tape:
+            loss = -tf.reduce_mean(info["log_prob"] * info["reward"])
+        variables = self.trainable_variables
+        grads = tape.gradient(loss, variables)
+        return LossInfo(loss, {"reward": tf.reduce_mean(info["reward"])}), list(zip(grads, variables))
+
+
+class ToyQAlgorithm(Algorithm):
+    """Off-policy: learns the reward of each action from replayed transitions (learns ``action = 1``)."""
+
+    off_policy = True
+    mini_batch_size = 8
+    mini_batch_length = 2
+    num_updates_per_iteration = 4
+    initial_collect_steps = 8
+    replay_capacity = 64
+
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        self.q = tf.Variable([0.0, 0.0], name="q")
+        self.optimizer = tf_keras.optimizers.SGD(0.2)
+
+    def predict(self, time_step, state):
+        batch = tf.shape(time_step.step_type)[0]
+        return PolicyStep(tf.fill([batch], tf.cast(tf.argmax(self.q), tf.int32)), state, ())
+
+    def rollout(self, time_step, state):
+        batch = tf.shape(time_step.step_type)[0]
+        return PolicyStep(tf.random.stateless_uniform([batch], run_random.seed(), 0, 2, tf.int32), state, ())
+
+    def preprocess_experience(self, exp):
+        # [2, B] sequences -> transitions: action at row 0, reward on arriving at row 1
+        valid = tf.cast(exp.step_type[0] != StepType.LAST, tf.float32)
+        return {"action": exp.action[0], "reward": exp.reward[1], "valid": valid}
+
+    def train_step(self, batch, state):
+        return PolicyStep((), state, {**batch, "q": tf.gather(self.q, batch["action"])})
+
+    def train_complete(self, tape, info, weight=None):
+        with tape:
+            error = (info["q"] - info["reward"]) * info["valid"]
+            loss = tf.reduce_mean(tf.square(error))
+        grads = tape.gradient(loss, [self.q])
+        return LossInfo(loss, {"q1": self.q[1]}, priority=tf.abs(error)), [(grads[0], self.q)]
+
+
+class MemoryWriter(SummaryWriter):
+    """Keeps every row in ``self.rows`` (and in ``MemoryWriter.last`` for tests)."""
+
+    last: "MemoryWriter | None" = None
+
+    def __init__(self, root_dir, config, total_env_steps=0):
+        super().__init__(root_dir, config, total_env_steps)
+        self.rows: list[dict] = []
+        MemoryWriter.last = self
+
+    def write(self, metrics):
+        self.rows.append(dict(metrics))
+
+
+class TestingPlugin:
+    """Registers ``counting``, ``toy`` and ``memory``."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    @hookimpl
+    def rlengine_register_environments(self, register):
+        register("counting", CountingEnv)
+        register("faulty", FaultyEnv)
+
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("toy", ToyAlgorithm)
+        register("toy-q", ToyQAlgorithm)
+
+    @hookimpl
+    def rlengine_register_writers(self, register):
+        register("memory", MemoryWriter)
+
+
+def testing_plugin() -> TestingPlugin:
+    """A fresh plugin object registering ``counting``, ``toy`` and ``memory``."""
+    return TestingPlugin()
+
+
+testing_plugin.__test__ = False  # type: ignore[attr-defined]  # not a pytest test, despite its name
+
+
+def tiny_config(root_dir: str = "", **train: Any) -> dict:
+    """A raw config that runs in about a second with the testing plugins."""
+    values = dict(algorithm="toy", env="counting", num_envs=2, unroll_length=4, num_env_steps=32,
+                  writers=["memory"], eval_interval=2, num_eval_episodes=2, root_dir=root_dir)
+    values.update(train)
+    return {"train": values}
+
+
+class HookRecorder:
+    """A plugin recording the name (and iteration) of every lifecycle hook call."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    @hookimpl
+    def rlengine_configure(self, config):
+        self.calls.append("configure")
+
+    @hookimpl
+    def rlengine_train_start(self, run):
+        self.calls.append("train_start")
+
+    @hookimpl
+    def rlengine_iteration_end(self, run, iteration, metrics):
+        self.calls.append(f"iteration_end:{iteration}")
+
+    @hookimpl
+    def rlengine_evaluation_end(self, run, iteration, metrics):
+        self.calls.append(f"evaluation_end:{iteration}")
+
+    @hookimpl
+    def rlengine_checkpoint_saved(self, run, iteration, path):
+        self.calls.append(f"checkpoint_saved:{iteration}")
+
+    @hookimpl
+    def rlengine_train_end(self, run, error):
+        self.calls.append("train_end" if error is None else f"train_end:{type(error).__name__}")
+
+
+# -- NaN on demand (the NaN guard's tests) ------------------------------------------
+
+
+@attrs.define
+class NaNToyConfig:
+    #: what turns non-finite: "loss" (the total only), "term" (the extra term "policy", hence the
+    #: total), "gradient" (the kernel's gradient; the loss stays finite), "weights" (a weight the
+    #: policy does not read, so collection goes on; written after an applied update)
+    poison: str = attrs.field(default="loss", validator=attrs.validators.in_(("loss", "term", "gradient", "weights")))
+    nan_from: float = 0.0  # poisoned while nan_from <= progress < nan_until (fractions of the budget)
+    nan_until: float = 2.0
+
+
+@tf.custom_gradient
+def _add_to_gradient(x, extra):
+    """Identity forward; the gradient of ``x`` gets ``extra`` added (NaN makes it non-finite)."""
+    return tf.identity(x), lambda dy: (dy + extra, tf.zeros_like(extra))
+
+
+class NaNToyAlgorithm(ToyAlgorithm):
+    """``toy`` that goes non-finite on demand, at a chosen fraction of the run."""
+
+    config_class = NaNToyConfig
+
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        self.spare = tf.Variable([0.0, 0.0], trainable=False, name="spare")
+
+    def _nan_or_zero(self):
+        cfg = self.config
+        poisoned = tf.logical_and(self.progress >= cfg.nan_from, self.progress < cfg.nan_until)
+        return tf.where(poisoned, tf.constant(np.nan, tf.float32), 0.0)
+
+    def train_complete(self, tape, info, weight=None):
+        poison, nan = self.config.poison, self._nan_or_zero()
+        with tape:
+            policy = -tf.reduce_mean(info["log_prob"] * info["reward"])
+            if poison == "term":
+                policy = policy + nan
+            loss = policy + nan if poison == "loss" else policy
+            if poison == "gradient":
+                loss = loss + 0.0 * tf.reduce_sum(_add_to_gradient(self.logits.kernel, nan))
+        variables = self.trainable_variables
+        grads = tape.gradient(loss, variables)
+        return LossInfo(loss, {"policy": policy}), list(zip(grads, variables))
+
+    def after_update(self):
+        if self.config.poison == "weights":
+            self.spare.assign_add(tf.fill([2], self._nan_or_zero()))
+
+
+class NaNPlugin:
+    """Registers ``nan-toy`` (:class:`NaNToyAlgorithm`); use it next to :func:`testing_plugin`."""
+
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("nan-toy", NaNToyAlgorithm)
+
+
+# -- environment faults on demand (the fault tests) -----------------------------------
+
+
+@attrs.define
+class FaultyConfig(CountingConfig):
+    #: Counters are kept per plan name across every instance, so the plan survives restarts;
+    #: :func:`reset_fault_plan` forgets them. Step numbers count batched step() calls from 1,
+    #: reset numbers count reset() calls from 1 (the first is the build's check).
+    plan: str = "default"
+    fail_steps: list = attrs.field(factory=list)  # step() raises at these step numbers
+    fail_resets: list = attrs.field(factory=list)  # reset() raises at these reset numbers
+    hang_at_step: int = 0  # step() sleeps hang_seconds at this step number (0: never)
+    hang_seconds: float = 5.0
+    nan_at_step: int = 0  # copy 1 (or 0 if alone) observes NaN at this step number (0: never)
+
+
+class FaultyEnv(CountingEnv):
+    """``counting`` that raises, hangs or observes NaN at chosen steps; observation ``[t, env_id, mark]``.
+
+    ``mark`` tells where a row came from: the step number of the step() call that
+    produced it, or minus the reset number for a reset's FIRST rows.
+    """
+
+    config_class = FaultyConfig
+    counters: dict = {}  # plan -> {"steps": n, "resets": n, "hang_started": perf_counter() time}
+
+    def __init__(self, env_id, num_envs, seed, first_env_id=0, config=None):
+        super().__init__(env_id, num_envs, seed, first_env_id, config or FaultyConfig())
+        self.count = FaultyEnv.counters.setdefault(self.config.plan, {"steps": 0, "resets": 0})
+        self.mark = 0.0
+
+    def time_step_spec(self):
+        return super().time_step_spec()._replace(observation=tf.TensorSpec([3], tf.float32))
+
+    def _time_step(self, step_type, reward, discount, action):
+        time_step = super()._time_step(step_type, reward, discount, action)
+        mark = np.full([self.num_envs, 1], self.mark, np.float32)
+        return time_step._replace(observation=np.concatenate([time_step.observation, mark], axis=1))
+
+    def reset(self):
+        self.count["resets"] += 1
+        if self.count["resets"] in self.config.fail_resets:
+            raise RuntimeError(f"injected reset fault at reset {self.count['resets']}")
+        self.mark = -float(self.count["resets"])
+        return super().reset()
+
+    def step(self, action):
+        self.count["steps"] += 1
+        n, cfg = self.count["steps"], self.config
+        if n in cfg.fail_steps:
+            raise RuntimeError(f"injected step fault at step {n}")
+        if n == cfg.hang_at_step:
+            import time
+
+            self.count["hang_started"] = time.perf_counter()
+            time.sleep(cfg.hang_seconds)
+        self.mark = float(n)
+        time_step = super().step(action)
+        if n == cfg.nan_at_step:
+            time_step.observation[min(1, self.num_envs - 1), 0] = np.nan
+        return time_step
+
+
+def reset_fault_plan(plan: str) -> None:
+    """Forget the step and reset counts of ``plan`` (before a run that uses it)."""
+    FaultyEnv.counters.pop(plan, None)

@@ -12,7 +12,7 @@
      2 ms whatever its size, so the sync driver already overlaps the
      latencies; the bound for both is copies / 2 ms.
    Each figure is measured in a fresh process: TensorFlow's inter-op pool is
-   sized for the driver when the run is built (see rlengine/runtime.py).
+   sized for the driver when the run is built (see rlengine/run/runtime.py).
    Target: 4 env threads collect at least 3x the sync driver's steps/s.
 2. SAC on Pendulum-v1 to -200 (``examples/sac_pendulum.toml``), sync and
    async with one env thread (the learner trains while the next unroll is
@@ -32,9 +32,9 @@ import time
 
 from runs import first_reaching, train_in_fresh_process
 
-from rlengine.run.build import build_components, config_classes
 from rlengine.config import build_config
 from rlengine.plugin.manager import build_plugins
+from rlengine.run.build import build_components, config_classes
 
 NUM_ENVS, THREADS, UNROLL, LATENCY = 16, 4, 32, 0.002
 
@@ -48,7 +48,7 @@ def components_for(plugins, driver: str, vectorization: str):
 
 
 def sync_rate(parts, seconds: float) -> float:
-    driver = parts.driver
+    driver = parts.pipeline.collector
     carry = driver.start()
     for _ in range(2):  # trace and warm up
         _, carry = driver.run(carry)

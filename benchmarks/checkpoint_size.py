@@ -19,11 +19,11 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from rlengine.api.run import Run
 from rlengine.run.build import build_components
 from rlengine.run.checkpoints import RunCheckpoints, newest_checkpoint
-from rlengine.run.episodes import EpisodeStats
 from rlengine.run.engine import Engine, seed_everything
-from rlengine.run.trainer import Run
+from rlengine.run.episodes import EpisodeStats
 
 CHUNK = 100_000  # rows per add() call while filling
 
@@ -34,7 +34,8 @@ def build_run(rows: int, num_envs: int, keep_replay: bool, root: str) -> Run:
                      "sac": {"replay_capacity": rows}})
     seed_everything(0)
     components = build_components(engine.config, engine.plugins, root)
-    return Run(engine.config, root, engine.plugins, components)
+    return Run(engine.config, root, components.algorithm, components.specs, components.pipeline,
+               internals=components)
 
 
 def fill(buffer, num_envs: int) -> int:
@@ -60,13 +61,13 @@ def measure(rows: int, num_envs: int, keep_replay: bool, saves: int) -> dict:
     run = build_run(rows, num_envs, keep_replay, root)
     try:
         raw = fill(run.internals.buffer, num_envs) if keep_replay else 0
-        checkpoints = RunCheckpoints(run)
-        carry, stats = run.internals.driver.start(), EpisodeStats(num_envs)
+        run.internals.pipeline.start()
+        checkpoints = RunCheckpoints(run, run.internals, EpisodeStats(num_envs))
         write_times = []
         for i in range(1, saves + 1):
             run.iteration, run.env_steps = i, i * 4
             t0 = time.perf_counter()
-            checkpoints.save(carry, stats)
+            checkpoints.save()
             write_times.append(time.perf_counter() - t0)
         prefix = newest_checkpoint(root)
         size = sum(os.path.getsize(os.path.join(root, "checkpoints", n)) for n in os.listdir(

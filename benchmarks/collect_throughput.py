@@ -2,8 +2,8 @@
 
 Side by side in one run: CartPole-v1 with N copies (default 64) stepped by
 `gymnasium.make_vec(..., "sync")` with random actions, and the engine's
-synchronous driver collecting with the default PPO policy (sampling,
-value head, transformers, the experience arrays). Target: the driver keeps
+synchronous pipeline's collector with the default PPO policy (sampling,
+value head, transformers, the experience arrays). Target: the collector keeps
 at least 50% of raw stepping. Trials alternate; the best of each is shown.
 
     python benchmarks/collect_throughput.py [--num-envs 64] [--unrolls 40] [--trials 3]
@@ -16,9 +16,9 @@ import time
 import gymnasium
 import numpy as np
 
-from rlengine.run.build import build_components, config_classes
 from rlengine.config import DEFAULT_CONFIG, apply_overrides, build_config, read_toml
 from rlengine.plugin.manager import build_plugins
+from rlengine.run.build import build_components, config_classes
 
 UNROLL = 32
 
@@ -36,7 +36,7 @@ def raw_steps_per_sec(num_envs: int, steps: int) -> float:
 
 
 def driver_steps_per_sec(components, unrolls: int) -> float:
-    driver = components.driver
+    driver = components.pipeline.collector
     carry = driver.start()
     for _ in range(2):  # trace and warm up
         _, carry = driver.run(carry)

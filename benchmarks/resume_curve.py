@@ -20,8 +20,9 @@ import sys
 import tempfile
 import time
 
+from rlengine_tools.plot import plot_runs
+
 from rlengine.run.checkpoints import complete_checkpoints
-from rlengine.plot import plot_runs
 
 CONFIG = """
 [train]

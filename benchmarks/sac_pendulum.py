@@ -51,18 +51,20 @@ def matmul_gflops(n: int = 2000) -> float:
 def updates_per_second(num_updates: int) -> float:
     import tensorflow as tf
 
-    from rlengine.run.build import build_components, config_classes
     from rlengine.config import apply_overrides, build_config, read_toml
     from rlengine.plugin.manager import build_plugins
+    from rlengine.run.build import build_components, config_classes
 
     plugins = build_plugins()
     raw = apply_overrides(read_toml("examples/sac_pendulum.toml"), ["train.writers=[]"])
     parts = build_components(build_config(raw, config_classes(plugins)), plugins, tempfile.mkdtemp())
     pipeline = parts.pipeline
-    carry = pipeline.start()
-    parts.driver.random_actions.assign(True)
-    for _ in range(2000 // parts.driver.unroll_length):  # fill the buffer with random transitions
-        experience, carry = parts.driver.run(carry)
+    pipeline.start()
+    collector = pipeline.collector
+    collector.random_actions.assign(True)
+    carry = pipeline.carry
+    for _ in range(2000 // collector.unroll_length):  # fill the buffer with random transitions
+        experience, carry = collector.run(carry)
         pipeline.store(experience)
     chunk = tf.constant(200)
     parts.learner.train_from_replay(chunk)  # trace

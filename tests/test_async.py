@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from rlengine import hookimpl
-from rlengine.run.build import build_components
 from rlengine.api.data import StepType
-from rlengine.run.engine import Engine
 from rlengine.errors import ConfigError, WorkerError
+from rlengine.run.build import build_components
+from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, ToyQAlgorithm, reset_fault_plan, testing_plugin, tiny_config
 from rlengine.testing.echo import echo_plugin
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from rlengine.plugin import manager
 from rlengine import hookimpl
 from rlengine.cli import main
+from rlengine.plugin import manager
 from rlengine.testing import HookRecorder, testing_plugin
 
 TINY = ["--algorithm", "toy", "--env", "counting", "--num-env-steps", "32",

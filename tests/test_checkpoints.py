@@ -9,10 +9,10 @@ import tensorflow as tf
 
 import rlengine
 from rlengine import hookimpl
-from rlengine.run.checkpoints import complete_checkpoints, differing_keys, newest_checkpoint
-from rlengine.run.engine import Engine
 from rlengine.errors import RLEngineError
 from rlengine.learn.replay import ReplayBuffer
+from rlengine.run.checkpoints import complete_checkpoints, differing_keys, newest_checkpoint
+from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
 
 

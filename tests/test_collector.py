@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlengine.run.build import build_components, config_classes
-from rlengine.config import build_config
 from rlengine.api.data import StepType
 from rlengine.collect.policy_step import reset_where_first
+from rlengine.config import build_config
+from rlengine.run.build import build_components, config_classes
 from rlengine.run.episodes import EpisodeStats
 from rlengine.testing import tiny_config
 

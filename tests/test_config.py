@@ -12,7 +12,6 @@ import tomli_w
 import tomllib
 
 from rlengine import hookimpl
-from rlengine.run.build import config_classes
 from rlengine.config import (
     DEFAULT_CONFIG,
     RunConfig,
@@ -23,9 +22,10 @@ from rlengine.config import (
     parse_value,
     read_toml,
 )
-from rlengine.run.engine import Engine
 from rlengine.errors import ConfigError
 from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV, build_plugins
+from rlengine.run.build import config_classes
+from rlengine.run.engine import Engine
 from rlengine.testing import CountingConfig, HookRecorder, testing_plugin, tiny_config
 
 DATA = Path(__file__).parent / "data"

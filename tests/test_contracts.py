@@ -15,15 +15,15 @@ import pytest
 import tensorflow as tf
 import tensorflow_probability as tfp
 
-from rlengine import ObservationTransformer, SummaryWriter, hookimpl
-from rlengine.plugin import hookspecs
-from rlengine.run.build import build_components
-from rlengine.collect.distributions import Converters
 from devtools.docgen import HOOKS_PAGE, hook_signature
-from rlengine.run.engine import Engine
-from rlengine.errors import ConfigError
-from rlengine.plugin.manager import build_plugins
+from rlengine import ObservationTransformer, SummaryWriter, hookimpl
 from rlengine.api.specs import RunSpecs
+from rlengine.collect.distributions import Converters
+from rlengine.errors import ConfigError
+from rlengine.plugin import hookspecs
+from rlengine.plugin.manager import build_plugins
+from rlengine.run.build import build_components
+from rlengine.run.engine import Engine
 from rlengine.testing import CountingEnv, ToyAlgorithm, testing_plugin, tiny_config
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -7,7 +7,6 @@ import pytest
 
 from rlengine import hookimpl
 from rlengine.api.data import StepType
-from rlengine.run.engine import Engine
 from rlengine.collect.faults import (
     RESTART_SEED_STRIDE,
     EnvironmentFault,
@@ -15,6 +14,7 @@ from rlengine.collect.faults import (
     GuardedEnvironment,
     NonFiniteObservation,
 )
+from rlengine.run.engine import Engine
 from rlengine.testing import (
     FaultyConfig,
     FaultyEnv,

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlengine.run.engine import Engine
 from rlengine.errors import NonFiniteError
+from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, NaNPlugin, testing_plugin, tiny_config
 
 # tiny_config: 2 copies x 4 steps = 8 env steps and one update per iteration; 32 steps = 4 iterations,

@@ -484,8 +484,8 @@ def test_builtins_can_be_disabled_by_name_like_any_plugin():
 # -- no manager at import time -----------------------------------------------------
 def test_importing_rlengine_builds_no_plugin_manager():
     import rlengine.cli  # noqa: F401
-    import rlengine.run.engine  # noqa: F401
     import rlengine.plugin.manager  # noqa: F401
+    import rlengine.run.engine  # noqa: F401
 
     for name, module in list(sys.modules.items()):
         if name == "rlengine" or name.startswith("rlengine."):

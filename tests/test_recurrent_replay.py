@@ -13,9 +13,9 @@ import tensorflow as tf
 import tf_keras
 
 from rlengine import hookimpl
+from rlengine.api import Algorithm
 from rlengine.api.data import LossInfo, PolicyStep, StepType
 from rlengine.run.engine import Engine
-from rlengine.api import Algorithm
 from rlengine.testing import testing_plugin, tiny_config
 
 LENGTH, BATCH = 7, 6

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import rlengine
 from rlengine import hookimpl
-from rlengine.run.engine import Engine
 from rlengine.errors import PluginError, RegistryError
 from rlengine.plugin.manager import DISABLE_ENV, build_plugins, find_info
 from rlengine.plugin.registry import KIND_BY_NAME, KINDS, Entry, Registries, Registry
+from rlengine.run.engine import Engine
 from rlengine.testing import CountingEnv, MemoryWriter, ToyAlgorithm, testing_plugin, tiny_config
 
 

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from rlengine import hookimpl
-from rlengine.run.engine import Engine
 from rlengine.errors import TrainingInterrupted
+from rlengine.run.engine import Engine
 from rlengine.run.signals import STOP_SIGNALS
 from rlengine.testing import HookRecorder, testing_plugin, tiny_config
 

@@ -1,7 +1,7 @@
-"""The nests that flow between environments, algorithms, drivers and learners.
+"""The nests that flow between environments, algorithms, pipelines and learners.
 
 Every field is a tensor (or a nest of tensors) with leading batch dimensions;
-the specs of all of them are derived once, in :mod:`rlengine.specs`.
+the specs of all of them are derived once, in :mod:`rlengine.run.specs`.
 
 Convention (one transition per row): ``reward[t]`` and ``discount[t]`` belong
 to arriving at ``observation[t]``; ``action[t]`` is taken at ``observation[t]``.

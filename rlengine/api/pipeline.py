@@ -66,7 +66,7 @@ class Pipeline:
     config_class: ClassVar[type] = NoConfig
 
     @classmethod
-    def env_layout(cls, train: Any, config: Any, algorithm_class: type) -> list[tuple[int, int]]:
+    def env_layout(cls, train: Any, config: Any, algorithm_class: Any) -> list[tuple[int, int]]:
         """``(num_envs, first_env_id)`` of each training environment the core builds for this pipeline.
 
         Called before anything is written: raise :class:`rlengine.ConfigError`

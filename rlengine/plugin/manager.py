@@ -243,15 +243,16 @@ def _run_registration(pm, info, registries, infos, failures) -> None:
     """Call one plugin's registration hooks, attributing each name to it."""
     plugin = pm.get_plugin(info.name)
     others = [p for p in pm.get_plugins() if p is not plugin]
-    try:
-        for kind in KINDS:
-            caller = pm.subset_hook_caller(kind.hook, remove_plugins=others)
+    for kind in KINDS:
+        caller = pm.subset_hook_caller(kind.hook, remove_plugins=others)
+        try:
             caller(register=registries[kind.name].register_for(info.name))
-    except Exception as exc:
-        _unregister_names(registries, info.name)
-        pm.unregister(plugin)
-        infos.remove(info)
-        failures.append(_failure(info.name, info.distribution, info.version, "failed to register", exc))
+        except Exception as exc:
+            _unregister_names(registries, info.name)
+            pm.unregister(plugin)
+            infos.remove(info)
+            failures.append(_failure(info.name, info.distribution, info.version, f"failed to register (in {kind.hook})", exc))
+            return
 
 
 def _unregister_names(registries: Registries, plugin: str) -> None:

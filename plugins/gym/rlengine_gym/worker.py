@@ -2,7 +2,9 @@
 
 Kept free of TensorFlow and rlengine imports: ``AsyncVectorEnv`` workers
 unpickle :func:`make_env` by reference, which imports this module (and the
-package's light ``__init__``) only.
+package's light ``__init__``) only. Importing it registers the ``rlengine/*``
+Gymnasium ids (:mod:`rlengine_gym.test_envs`), so a worker can make them
+whether or not it was handed the resolved spec.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import importlib
 import importlib.metadata
 
 import gymnasium
+
+from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
 
 __all__ = ["import_plugin_modules", "make_env", "split_env_id"]
 

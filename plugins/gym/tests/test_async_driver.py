@@ -6,8 +6,8 @@ import failing_env_module
 import pytest
 from processes import worker_processes
 
-from rlengine.run.engine import Engine
 from rlengine.errors import WorkerError
+from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
 
 

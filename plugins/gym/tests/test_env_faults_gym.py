@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from processes import worker_processes
 
-from rlengine.run.engine import Engine
 from rlengine.collect.faults import EnvironmentTimeout
+from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
 
 UNROLL, COPIES = 4, 2

@@ -1,7 +1,10 @@
-"""Registers ``reinforce`` through the public hook (the entry point names this module)."""
+"""Registers ``reinforce`` through the public hook (the entry point names this module).
+
+The class is a ``"module:Class"`` string, imported (with TensorFlow) on first
+use only, so ``rlengine plugins`` and ``--help`` stay quick.
+"""
 
 from rlengine import hookimpl
-from rlengine_reinforce.reinforce import Reinforce
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
 RLENGINE_API_VERSION = "1.0"
@@ -9,4 +12,4 @@ RLENGINE_API_VERSION = "1.0"
 
 @hookimpl
 def rlengine_register_algorithms(register):
-    register("reinforce", Reinforce)
+    register("reinforce", "rlengine_reinforce.reinforce:Reinforce")

@@ -3,20 +3,33 @@
 They are registered by :mod:`rlengine_transformers.plugin` through the
 ``rlengine_register_transformers`` hook and chosen, in order, with
 ``train.transformers``.
+
+The names below load on first use: the entry point imports this package,
+and listing plugins must not import TensorFlow.
 """
 
-from rlengine_transformers.frame_stack import FrameStack, FrameStackConfig
-from rlengine_transformers.image_scale import ImageScale, ImageScaleConfig
-from rlengine_transformers.normalize import Normalize, NormalizeConfig
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "FrameStack",
-    "FrameStackConfig",
-    "ImageScale",
-    "ImageScaleConfig",
-    "Normalize",
-    "NormalizeConfig",
-    "__version__",
-]
+#: Public name -> the module that defines it.
+_WHERE = {
+    "FrameStack": "rlengine_transformers.frame_stack",
+    "FrameStackConfig": "rlengine_transformers.frame_stack",
+    "ImageScale": "rlengine_transformers.image_scale",
+    "ImageScaleConfig": "rlengine_transformers.image_scale",
+    "Normalize": "rlengine_transformers.normalize",
+    "NormalizeConfig": "rlengine_transformers.normalize",
+}
+
+__all__ = sorted([*_WHERE, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlengine_transformers' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,3 +1,4 @@
+import importlib
 from importlib import metadata
 
 from rlengine_transformers import plugin
@@ -9,7 +10,9 @@ def test_registers_every_transformer():
     registered = {}
     plugin.rlengine_register_transformers(register=lambda name, cls: registered.setdefault(name, cls))
     assert sorted(registered) == ["frame_stack", "image_scale", "normalize"]
-    for cls in registered.values():
+    for reference in registered.values():  # "module:Class", imported on first use only
+        module, _, name = reference.partition(":")
+        cls = getattr(importlib.import_module(module), name)
         assert issubclass(cls, rlengine.ObservationTransformer)
         cls.config_class()  # every option has a default
 

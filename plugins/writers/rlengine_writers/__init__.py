@@ -2,20 +2,33 @@
 
 They are registered by :mod:`rlengine_writers.plugin` through the
 ``rlengine_register_writers`` hook and chosen with ``train.writers``.
+
+The names below load on first use: the entry point imports this package,
+and listing plugins must not import TensorFlow.
 """
 
-from rlengine_writers.console_writer import ConsoleConfig, ConsoleWriter
-from rlengine_writers.jsonl_writer import JsonlConfig, JsonlWriter
-from rlengine_writers.tensorboard_writer import TensorBoardConfig, TensorBoardWriter
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ConsoleConfig",
-    "ConsoleWriter",
-    "JsonlConfig",
-    "JsonlWriter",
-    "TensorBoardConfig",
-    "TensorBoardWriter",
-    "__version__",
-]
+#: Public name -> the module that defines it.
+_WHERE = {
+    "ConsoleConfig": "rlengine_writers.console_writer",
+    "ConsoleWriter": "rlengine_writers.console_writer",
+    "JsonlConfig": "rlengine_writers.jsonl_writer",
+    "JsonlWriter": "rlengine_writers.jsonl_writer",
+    "TensorBoardConfig": "rlengine_writers.tensorboard_writer",
+    "TensorBoardWriter": "rlengine_writers.tensorboard_writer",
+}
+
+__all__ = sorted([*_WHERE, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlengine_writers' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

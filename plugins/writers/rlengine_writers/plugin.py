@@ -1,26 +1,27 @@
-"""Entry point of the ``rlengine-writers`` plugin (group ``rlengine``, name ``writers``)."""
+"""Entry point of the ``rlengine-writers`` plugin (group ``rlengine``, name ``writers``).
+
+The classes are registered as ``"module:Class"`` strings, imported (with
+TensorFlow) on first use only, so ``rlengine plugins`` and ``--help`` stay quick.
+"""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from rlengine import hookimpl
-from rlengine_writers.console_writer import ConsoleWriter
-from rlengine_writers.jsonl_writer import JsonlWriter
-from rlengine_writers.tensorboard_writer import TensorBoardWriter
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
 RLENGINE_API_VERSION = "1.0"
 
-#: Registered name -> writer class; the name is also the writer's TOML section.
+#: Registered name -> "module:Class"; the name is also the writer's TOML section.
 WRITERS = {
-    "tensorboard": TensorBoardWriter,
-    "console": ConsoleWriter,
-    "jsonl": JsonlWriter,
+    "tensorboard": "rlengine_writers.tensorboard_writer:TensorBoardWriter",
+    "console": "rlengine_writers.console_writer:ConsoleWriter",
+    "jsonl": "rlengine_writers.jsonl_writer:JsonlWriter",
 }
 
 
 @hookimpl
 def rlengine_register_writers(register: Callable[..., None]) -> None:
-    for name, cls in WRITERS.items():
-        register(name, cls)
+    for name, reference in WRITERS.items():
+        register(name, reference)

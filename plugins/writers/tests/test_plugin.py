@@ -1,3 +1,4 @@
+import importlib
 from importlib import metadata
 
 from rlengine_writers import plugin
@@ -9,7 +10,9 @@ def test_registers_every_writer():
     registered = {}
     plugin.rlengine_register_writers(register=lambda name, cls: registered.setdefault(name, cls))
     assert sorted(registered) == ["console", "jsonl", "tensorboard"]
-    for cls in registered.values():
+    for reference in registered.values():  # "module:Class", imported on first use only
+        module, _, name = reference.partition(":")
+        cls = getattr(importlib.import_module(module), name)
         assert issubclass(cls, rlengine.SummaryWriter)
         cls.config_class()  # every option has a default
 

@@ -43,7 +43,7 @@ class AsyncPipeline(Pipeline):
     config_class = AsyncConfig
 
     @classmethod
-    def env_layout(cls, train: Any, config: AsyncConfig, algorithm_class: type) -> list[tuple[int, int]]:
+    def env_layout(cls, train: Any, config: AsyncConfig, algorithm_class: Any) -> list[tuple[int, int]]:
         return thread_layout(train, config, not algorithm_class.off_policy)
 
     @classmethod
@@ -212,7 +212,7 @@ class AsyncPipeline(Pipeline):
     def _receive_off_policy(self, env_steps: int) -> tuple:
         """Store the next unroll and, after warm-up, train from replay: one graph call, since on two
         cores every eager op between calls (a dequeue, an ``ensure_shape`` per leaf) slowed the learner."""
-        warming_up = env_steps < self.algorithm.initial_collect_steps  # as the sync driver decides it
+        warming_up = env_steps < self.algorithm.initial_collect_steps  # as the sync pipeline decides it
         if warming_up != self._collecting_at_random:
             self.random_actions.assign(warming_up)
             self._collecting_at_random = warming_up

@@ -139,7 +139,8 @@ class EnvThread:
         marked ``broken``.
         """
         experience, carry, last_version = unroll(
-            self.caller.step, lambda *state: self._act(*state, handles), carry, version, self.specs,
+            self.caller.step, lambda raw, t_state, p_state: self._act(raw, t_state, p_state, handles), carry, version,
+            self.specs,
             self.unroll_length, self.batch)
         with tf.control_dependencies(tf.nest.flatten(experience)):  # read it after the last step, not before
             restarted = tf.numpy_function(self._restarts, [], tf.int64, stateful=True)

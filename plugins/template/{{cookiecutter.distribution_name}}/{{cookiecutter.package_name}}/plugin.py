@@ -3,6 +3,11 @@
 Add more hooks from rlengine's hook specs (environments, transformers,
 writers, lifecycle hooks such as ``rlengine_iteration_end``) as plain
 functions decorated with ``@hookimpl``.
+
+Keep this module cheap to import: ``rlengine plugins`` and ``rlengine --help``
+load every plugin's entry point. Register classes as ``"module:Class"``
+strings; rlengine imports (and checks) them on first use only, so nothing
+here imports TensorFlow.
 """
 
 from rlengine import hookimpl
@@ -15,8 +20,6 @@ RLENGINE_API_VERSION = "1.0"
 
 @hookimpl
 def rlengine_register_algorithms(register):
-    # Imported here so that `rlengine plugins` stays quick; the name is what
-    # `--algorithm` selects and the TOML section holding the algorithm's options.
-    from .algorithm import PolicyGradient
-
-    register("{{ cookiecutter.algorithm_name }}", PolicyGradient)
+    # The name is what `--algorithm` selects and the TOML section holding the
+    # algorithm's options; the class is imported when a run first needs it.
+    register("{{ cookiecutter.algorithm_name }}", "{{ cookiecutter.package_name }}.algorithm:PolicyGradient")

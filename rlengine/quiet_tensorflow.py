@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
+import tempfile
 from typing import Iterator
+
+#: Lines TensorFlow's C++ runtime writes at start-up: absl log lines ("I0000 00:00:...") and the
+#: notice absl prints before its logging is initialised.
+_START_UP_LINE = re.compile(r"^([IWE]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl::InitializeLog)")
 
 
 @contextlib.contextmanager
@@ -31,6 +37,31 @@ def quiet_stderr() -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+@contextlib.contextmanager
+def tensorflow_start_up_dropped() -> Iterator[None]:
+    """Run the block with fd 2 captured; if it imported TensorFlow (a plugin module that imports it
+    at the top), drop TensorFlow's start-up lines and pass every other line on to stderr."""
+    if "tensorflow" in sys.modules or os.environ.get("RLENGINE_DEBUG"):
+        yield
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            lines = captured.read().decode(errors="replace").splitlines(keepends=True)
+            imported = "tensorflow" in sys.modules
+            sys.stderr.write("".join(line for line in lines if not (imported and _START_UP_LINE.match(line))))
+            sys.stderr.flush()
 
 
 def import_tensorflow() -> None:

@@ -210,7 +210,7 @@ def test_register_distributions_hook_lets_the_core_store_the_distribution():
     assert rebuilt.concentration.numpy().tolist() == [1.5, 2.0] and rebuilt.rate.numpy().tolist() == [0.5, 1.0]
 
 
-# -- lifecycle hooks (rlengine_configure: tests/test_config.py) ------------------------------
+# -- lifecycle hooks (rlengine_configure: tests/config/test_config.py) ------------------------------
 class Seen:
     """Records what each lifecycle hook is given, at the moment it is called."""
 

@@ -25,6 +25,7 @@ from rlengine.plugin.builtin import BUILTIN_DISTRIBUTION, BUILTIN_PLUGINS, load_
 from rlengine.plugin.calls import GuardedCaller, GuardedHooks
 from rlengine.plugin.markers import API_VERSION, CORE_VERSION, PROJECT
 from rlengine.plugin.registry import KINDS, Registries
+from rlengine.quiet_tensorflow import tensorflow_start_up_dropped
 
 ENTRY_POINT_GROUP = PROJECT
 DISABLE_ENV = "RLENGINE_DISABLE_PLUGINS"
@@ -171,7 +172,8 @@ def _dist_of(ep: md.EntryPoint) -> tuple[str, str]:
 def _load_entry_point(pm, ep, infos, failures) -> None:
     dist, version = _dist_of(ep)
     try:
-        plugin = ep.load()
+        with tensorflow_start_up_dropped():  # a plugin that imports TensorFlow at its top stays quiet
+            plugin = ep.load()
     except Exception as exc:  # any import error must not stop other plugins
         failures.append(_failure(ep.name, dist, version, f"could not import entry point {ep.value!r}", exc))
         return

@@ -88,7 +88,7 @@ def test_every_lazy_reference_of_the_first_party_plugins_resolves():
 
 def test_the_rendered_template_plugin_registers_without_tensorflow(tmp_path):
     cookiecutter = pytest.importorskip("cookiecutter.main").cookiecutter
-    template = Path(__file__).resolve().parent.parent / "plugins" / "template"
+    template = Path(__file__).resolve().parents[2] / "plugins" / "template"
     project = Path(cookiecutter(str(template), no_input=True, output_dir=str(tmp_path / "out"),
                                 extra_context={"plugin_name": "cheapcheck"}))
     # Loads the entry-point module and calls its registration hook, as `rlengine plugins` does.

@@ -7,7 +7,7 @@ import pytest
 
 from rlengine.run.engine import Engine
 
-EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "examples", "*.toml")))
+EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "*.toml")))
 
 
 @pytest.mark.first_party

@@ -9,7 +9,7 @@ import pytest
 import rlengine
 from rlengine.plugin.manager import build_plugins
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PLUGIN_SOURCES = [p for p in glob.glob(os.path.join(ROOT, "plugins", "*", "rlengine_*", "**", "*.py"), recursive=True)]
 
 

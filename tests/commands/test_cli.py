@@ -321,7 +321,7 @@ def test_train_with_a_missing_config_file(capsys, tmp_path):
 
 
 def test_train_with_a_malformed_config_file(capsys):
-    path = os.path.join(os.path.dirname(__file__), "data", "malformed.toml")
+    path = os.path.join(os.path.dirname(__file__), "..", "data", "malformed.toml")
 
     code, _, err = run_main(capsys, "train", path)
 

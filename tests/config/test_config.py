@@ -28,7 +28,7 @@ from rlengine.run.build import config_classes
 from rlengine.run.engine import Engine
 from rlengine.testing import CountingConfig, HookRecorder, testing_plugin, tiny_config
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 
 
 @pytest.fixture(autouse=True)

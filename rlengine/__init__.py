@@ -31,6 +31,7 @@ _WHERE = {
     "NoConfig": "rlengine.api.noconfig",
     "Run": "rlengine.api.run",
     "RunSpecs": "rlengine.api.specs",
+    "BoundedTensorSpec": "rlengine.api.specs",
     "RunConfig": "rlengine.config.schema",
     "TrainConfig": "rlengine.config.schema",
     "Experience": "rlengine.api.data",

@@ -1,5 +1,8 @@
-"""The reference pages are generated from the code; they must be committed up to date."""
+"""The docs: the reference pages are generated from the code and committed up to date, and every Python
+example runs, on the public API."""
 
+import ast
+import json
 import os
 import re
 
@@ -7,7 +10,7 @@ import attrs
 import pluggy
 import pytest
 
-from rlengine.plugin import hookspecs
+import rlengine
 from devtools.docgen import CLI_PAGE, CONFIG_PAGE, DOCS_DIR, HOOKS_PAGE, cli_reference, hook_reference
 from devtools.docgen_config import (
     config_reference,
@@ -16,6 +19,7 @@ from devtools.docgen_config import (
     section_table,
     undocumented_fields,
 )
+from rlengine.plugin import hookspecs
 
 REGENERATE = "run python -m devtools.docgen"
 MKDOCS_YML = os.path.join(os.path.dirname(DOCS_DIR), "mkdocs.yml")
@@ -123,48 +127,345 @@ def test_every_hook_is_prefixed_typed_and_documented():
         assert "return" in doc.lower(), f"{name}: docstring must say what the return means"
 
 
-# -- the worked examples of docs/plugins.md are real code ------------------------------------
+# -- every Python example of the docs is real code, on the public API ---------------------------
+REPO_DIR = os.path.dirname(DOCS_DIR)
+GENERATED = {os.path.basename(p) for p in (HOOKS_PAGE, CLI_PAGE, CONFIG_PAGE)}  # signatures, not examples
+#: Each file of the example package of docs/plugins.md, as the first line of its block names it.
+PLUGIN_PAGE_FILES = {"setup.py", "tests/test_my_plugin.py",
+                     *(f"my_plugin/{m}.py" for m in ("plugin", "algorithm", "qlearner", "optimizers", "environment",
+                                                     "transformer", "writer", "distributions", "pipeline", "command",
+                                                     "checks"))}
+#: The other Python examples, each run by the test named here.
+OTHER_EXAMPLES = {"quickstart.md": ["test_quickstart_python_example_runs"]}
+#: Modules of the core an example may import: the facade and the kits.
+PUBLIC_MODULES = ("rlengine", "rlengine.collect", "rlengine.learn", "rlengine.testing")
+KITS = {m.split(".")[1] for m in PUBLIC_MODULES if "." in m}
+#: Private imports the docs still need because no public module offers the name (none left: rlengine
+#: exports TensorFlow's BoundedTensorSpec). Each stops being allowed once rlengine exports the name.
+STILL_PRIVATE: set = set()
+
+
+def python_blocks(page: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", _read(os.path.join(DOCS_DIR, page)), re.S)
+
+
+def example_pages() -> list[str]:
+    return sorted(p for p in os.listdir(DOCS_DIR) if p.endswith(".md") and p not in GENERATED)
+
+
 def plugin_page_files() -> dict[str, str]:
-    """``my_plugin/<file>.py`` -> source, for every Python block of docs/plugins.md that starts with its path."""
-    blocks = re.findall(r"```python\n# (my_plugin/\w+\.py)\n(.*?)```", _read(os.path.join(DOCS_DIR, "plugins.md")), re.S)
-    return dict(blocks)
+    """File path -> source, for every Python block of docs/plugins.md whose first line is ``# <path>``."""
+    files = {}
+    for block in python_blocks("plugins.md"):
+        match = re.match(r"# ([\w/]+\.py)\n", block)
+        assert match, f"a Python block of docs/plugins.md does not start with '# <file>': {block[:80]!r}"
+        assert match.group(1) not in files, f"docs/plugins.md has two blocks for {match.group(1)}"
+        files[match.group(1)] = block
+    return files
 
 
+def test_every_python_example_of_the_docs_is_run_by_a_test():
+    assert set(plugin_page_files()) == PLUGIN_PAGE_FILES
+    others = {page: len(python_blocks(page)) for page in example_pages() if page != "plugins.md"}
+    assert {p: n for p, n in others.items() if n} == {p: len(t) for p, t in OTHER_EXAMPLES.items()}, (
+        "a Python block outside docs/plugins.md needs a test of its own, listed in OTHER_EXAMPLES")
+    tests = {name for names in OTHER_EXAMPLES.values() for name in names}
+    assert tests <= set(globals()), f"OTHER_EXAMPLES names a test that does not exist: {tests - set(globals())}"
+
+
+def _core_references(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, what)`` of every import and every ``rlengine.X`` attribute an example uses."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.lineno, f"{node.module}:{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "rlengine":
+            found.append((node.lineno, f"rlengine:{node.attr}"))
+    return found
+
+
+def _private(reference: str) -> bool:
+    module, _, name = reference.partition(":")
+    if (module, name) in STILL_PRIVATE:
+        return name in rlengine.__all__
+    if module.split(".")[0] == "tensorflow":
+        return module.startswith("tensorflow.python")
+    if module.split(".")[0] != "rlengine":
+        return False
+    if module == "rlengine":
+        return bool(name) and name not in rlengine.__all__ and name not in KITS
+    return not any(module == p or module.startswith(p + ".") for p in PUBLIC_MODULES[1:])
+
+
+def test_the_docs_examples_use_only_the_public_api():
+    private = []
+    for page in example_pages():
+        for block in python_blocks(page):
+            private += [f"docs/{page}: {ref} ({block.splitlines()[0]}, line {line})"
+                        for line, ref in _core_references(ast.parse(block)) if _private(ref)]
+    assert not private, "docs examples must use the public API only:\n" + "\n".join(private)
+
+
+def test_the_rules_of_the_plugins_page_list_exactly_the_public_names():
+    page = _read(os.path.join(DOCS_DIR, "plugins.md"))
+    first_paragraph = page.split("## Rules\n\n", 1)[1].split("\n\n", 1)[0]
+    assert set(re.findall(r"`(\w+)`", first_paragraph)) - {"rlengine", "__all__"} == set(rlengine.__all__)
+
+
+# -- the example package of docs/plugins.md -----------------------------------------------------
 @pytest.fixture
-def my_plugin(tmp_path, monkeypatch):
-    import importlib
+def my_package(tmp_path, monkeypatch):
+    """The package of docs/plugins.md, written to disk and importable; removed from sys.modules after."""
     import sys
 
-    files = plugin_page_files()
-    assert set(files) == {f"my_plugin/{m}.py" for m in ("plugin", "algorithm", "environment", "transformer", "writer")}
-    (tmp_path / "pkg" / "my_plugin").mkdir(parents=True)
-    (tmp_path / "pkg" / "my_plugin" / "__init__.py").write_text("")
-    for path, source in files.items():
-        (tmp_path / "pkg" / path).write_text(source)
-    monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
-    yield importlib.import_module("my_plugin.plugin")
-    for name in [m for m in sys.modules if m == "my_plugin" or m.startswith("my_plugin.")]:
+    root = tmp_path / "my-plugin"
+    for path, source in plugin_page_files().items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(source)
+    (root / "my_plugin" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(root))
+    yield root
+    for name in [m for m in sys.modules if m.split(".")[0] in ("my_plugin", "test_my_plugin")]:
         del sys.modules[name]
 
 
-def test_plugins_page_examples_register_and_train_together(my_plugin, tmp_path):
+@pytest.fixture
+def my_plugin(my_package):
+    import importlib
+
+    return importlib.import_module("my_plugin.plugin")
+
+
+def _metrics_csv(root) -> list[dict]:
     import csv
 
-    from rlengine.run.engine import Engine
+    with open(root / "metrics.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_plugins_page_setup_py_declares_the_package_and_its_entry_points(my_package):
+    import importlib
+
+    import setuptools
+
+    declared = {}
+    source = plugin_page_files()["setup.py"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(setuptools, "setup", lambda **kwargs: declared.update(kwargs))
+        exec(compile(source, "docs/plugins.md: setup.py", "exec"), {"__name__": "setup"})  # noqa: S102
+    assert declared["packages"] == ["my_plugin"]
+    modules = [entry.split("=")[1].strip() for entry in declared["entry_points"]["rlengine"]]
+    assert modules == ["my_plugin.plugin", "my_plugin.checks"]
+    for module in modules:
+        assert importlib.import_module(module).RLENGINE_API_VERSION == rlengine.API_VERSION
+
+
+def test_plugins_page_examples_register_and_train_together(my_plugin, tmp_path, capsys):
+    from rlengine.cli import commands_of, parser
+    from rlengine.plugin.manager import build_plugins
+    from rlengine.plugin.registry import KINDS
+
+    registered = build_plugins(load_entry_points=False,
+                               extra_plugins=[("my-plugin", my_plugin)]).registered_by("my-plugin")
+    expected = {"algorithms": ["qlearn", "vpg"], "environments": ["linewalk"], "transformers": ["scale_by_max"],
+                "writers": ["csv"], "distributions": ["laplace"], "pipelines": ["round_robin"], "commands": ["score"]}
+    assert set(expected) == {kind.plural for kind in KINDS}, "docs/plugins.md needs a worked example of every kind"
+    assert registered == expected
 
     root = tmp_path / "run"
     raw = {"train": dict(algorithm="vpg", env="linewalk", transformers=["scale_by_max"], writers=["csv"],
                          num_envs=8, unroll_length=16, num_env_steps=2048, eval_interval=8, num_eval_episodes=4,
                          seed=1, root_dir=str(root)),
            "vpg": {"learning_rate": 0.05}}
-    engine = Engine(raw, extra_plugins=[("my-plugin", my_plugin)])
-    assert engine.plugins.registered_by("my-plugin") == {
-        "algorithms": ["vpg"], "environments": ["linewalk"], "transformers": ["scale_by_max"], "writers": ["csv"],
-        "distributions": []}
-    result = engine.train()
-    with open(root / "metrics.csv") as f:
-        rows = list(csv.DictReader(f))
+    result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin)]).train()
+    rows = _metrics_csv(root)
     assert [int(r["iteration"]) for r in rows if not r["eval/average_return"]] == list(range(1, 17))
     returns = [float(r["train/episode_return"]) for r in rows if r["train/episode_return"]]
     assert returns[0] < 0.7 and min(returns[-4:]) > 0.95  # the first, random walks often time out
     assert result.eval_return == 1.0  # the greedy policy walks straight to the goal
+
+    # the page's command, as the CLI runs it: listed, parsed, handed the plugins the CLI loaded
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("my-plugin", my_plugin)])
+    commands = commands_of(plugins)
+    assert "score" in parser(commands).format_help()
+    args = parser(commands).parse_args(["score", str(root), "--episodes", "4"])
+    args.plugins = plugins
+    assert commands["score"].run(args) == 0
+    assert capsys.readouterr().out == f"{root}: mean return 1.000 over 4 episodes\n"
+    args = parser(commands).parse_args(["score", str(tmp_path)])
+    with pytest.raises(rlengine.RLEngineError, match="holds no config.toml"):
+        commands["score"].run(args)
+
+
+def test_listing_the_example_plugin_and_its_command_imports_no_tensorflow(my_package):
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from rlengine.cli import commands_of, parser
+        from rlengine.plugin.manager import build_plugins
+        import my_plugin.checks, my_plugin.plugin
+        plugins = build_plugins(load_entry_points=False, extra_plugins=[("my-plugin", my_plugin.plugin),
+                                                                        ("my-plugin-checks", my_plugin.checks)])
+        assert "score" in parser(commands_of(plugins)).format_help()
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "tensorflow_probability")))
+    """)
+    path = os.pathsep.join([str(my_package), REPO_DIR, os.environ.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": path})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_off_policy_example_trains_from_prioritized_replay_one_update_per_env_step(my_plugin, tmp_path):
+    class Updates:
+        count = None
+
+        @rlengine.hookimpl
+        def rlengine_train_end(self, run, error):
+            Updates.count = int(run.algorithm.num_updates.numpy())
+
+    raw = {"train": dict(algorithm="qlearn", env="linewalk", num_envs=4, unroll_length=8, num_env_steps=1024,
+                         eval_interval=8, num_eval_episodes=4, seed=1, writers=["csv"], root_dir=str(tmp_path)),
+           "qlearn": {"prioritized_replay": True}}  # num_updates_per_iteration = 0, initial_collect_steps = 64
+    result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin), ("updates", Updates())]).train()
+
+    assert result.iterations == 32  # 32 env steps each
+    assert Updates.count == (32 - 2) * 32  # two warm-up iterations, then one update per env step collected
+    rows = _metrics_csv(tmp_path)
+    assert len(rows) == 32 + 4  # a row per iteration and per evaluation
+    assert result.eval_return == 1.0
+
+
+def test_pipeline_example_trains_round_robin_and_resumes_where_it_stopped(my_plugin, tmp_path):
+    from rlengine.testing import MemoryWriter, testing_plugin
+
+    root = tmp_path / "run"
+    plugins = [("my-plugin", my_plugin), ("testing", testing_plugin())]
+
+    def raw(num_env_steps):
+        return {"train": dict(algorithm="vpg", env="linewalk", pipeline="round_robin", num_envs=8, unroll_length=16,
+                              num_env_steps=num_env_steps, eval_interval=0, checkpoint_interval=3, seed=1,
+                              writers=["csv", "memory"], root_dir=str(root)),
+                "round_robin": {"groups": 2}}
+
+    rlengine.Engine(raw(640), extra_plugins=plugins).train()  # 10 iterations of 16 steps x 4 copies
+    first = MemoryWriter.last.rows
+    assert [r["env_steps"] for r in first] == [64 * i for i in range(1, 11)]
+    assert [r["round_robin/group"] for r in first] == [0.0, 1.0] * 5
+    assert "[round_robin]" in (root / "config.toml").read_text()
+    os.remove(root / "checkpoints" / "ckpt-10.complete")  # as if killed after iteration 10's row, before its checkpoint
+
+    rlengine.Engine(raw(1024), extra_plugins=plugins, force=True).train()  # resumes from iteration 9
+    resumed = MemoryWriter.last.rows
+    assert [r["iteration"] for r in resumed] == list(range(10, 17))
+    assert [r["round_robin/group"] for r in resumed] == [1.0, 0.0] * 3 + [1.0]  # where save_state left off
+    assert [int(r["env_steps"]) for r in _metrics_csv(root)] == [64 * i for i in range(1, 17)]  # none twice
+
+    with pytest.raises(rlengine.ConfigError, match="does not split into round_robin.groups = 3 equal groups"):
+        rlengine.Engine({**raw(640), "round_robin": {"groups": 3}}, extra_plugins=plugins)
+    with pytest.raises(rlengine.ConfigError, match="trains on-policy algorithms only"):
+        rlengine.Engine({"train": {**raw(640)["train"], "algorithm": "qlearn"}}, extra_plugins=plugins)
+
+
+def test_csv_writer_example_keeps_the_rows_up_to_the_resumed_step(my_package, tmp_path):
+    from my_plugin.writer import CsvConfig, CsvWriter
+
+    def run(steps, resume_from, killed=False):
+        writer = CsvWriter(str(tmp_path), CsvConfig())
+        writer.resume_from(resume_from)
+        for step in steps:
+            writer.write({"iteration": step // 10, "env_steps": step, "wall_time": 0.5, "loss/total": 1.0})
+        if killed:  # a row torn mid-write
+            writer.file.write("7,7")
+        writer.close()
+        writer.close()  # safe twice
+
+    run([10, 20, 30, 40], resume_from=0, killed=True)
+    run([30, 40, 50], resume_from=20)  # resumed from a checkpoint at 20 env steps
+    assert [int(r["env_steps"]) for r in _metrics_csv(tmp_path)] == [10, 20, 30, 40, 50]
+    run([], resume_from=50)
+    assert [int(r["env_steps"]) for r in _metrics_csv(tmp_path)] == [10, 20, 30, 40, 50]  # never truncated
+    run([10], resume_from=0)  # from scratch: rows of an earlier run killed before its first checkpoint go
+    rows = _metrics_csv(tmp_path)
+    assert [int(r["env_steps"]) for r in rows] == [10] and rows[0]["train/episode_return"] == ""
+
+
+def test_several_optimizers_example_builds_and_applies_each_optimizer(my_package):
+    import tensorflow as tf
+    import tf_keras
+    from my_plugin.optimizers import SeveralOptimizers
+
+    class ActorCritic(SeveralOptimizers, rlengine.Algorithm):
+        def __init__(self):
+            super().__init__(None, None, None)
+            self.actor, self.critic = tf.Variable(1.0), tf.Variable([1.0, 1.0])
+            self.optimizers = [(tf_keras.optimizers.Adam(0.1), [self.actor]),
+                               (tf_keras.optimizers.SGD(0.5), [self.critic])]
+
+    algorithm = ActorCritic()
+    algorithm.build()
+    algorithm.apply_gradients([(tf.constant([1.0, 2.0]), algorithm.critic), (tf.constant(3.0), algorithm.actor)])
+    assert algorithm.actor.numpy() == pytest.approx(0.9)  # Adam's first step: the learning rate
+    assert algorithm.critic.numpy().tolist() == [0.5, 0.0]
+    assert [int(o.iterations.numpy()) for o, _ in algorithm.optimizers] == [1, 1]
+
+
+def test_distribution_example_round_trips_through_the_core_converters(my_plugin):
+    import tensorflow as tf
+    import tensorflow_probability as tfp
+
+    from rlengine.collect.distributions import Converters
+    from rlengine.plugin.manager import build_plugins
+
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("my-plugin", my_plugin)])
+    converters = Converters(plugins.registries.distributions)
+    info = {"dist": tfp.distributions.Laplace(tf.constant([[0.5, -1.0]]), tf.constant([[1.0, 2.0]]))}
+    params = converters.to_params(info)
+    rebuilt = converters.from_params(params, converters.spec_of(info))["dist"]
+    assert isinstance(rebuilt, tfp.distributions.Laplace)
+    assert rebuilt.scale.numpy().tolist() == [[1.0, 2.0]] and sorted(params["dist"]) == ["loc", "scale"]
+
+
+def test_lifecycle_hook_example_refuses_an_unreachable_goal_and_sets_a_target(my_plugin, tmp_path):
+    import importlib
+
+    plugins = [("my-plugin", my_plugin), ("my-plugin-checks", importlib.import_module("my_plugin.checks"))]
+    raw = {"train": {"algorithm": "vpg", "env": "linewalk", "writers": ["csv"], "root_dir": str(tmp_path)}}
+    assert rlengine.Engine(raw, extra_plugins=plugins).config.train.target_return == 1.0
+    assert rlengine.Engine({"train": {**raw["train"], "target_return": 0.5}},
+                           extra_plugins=plugins).config.train.target_return == 0.5
+    with pytest.raises(rlengine.ConfigError, match="linewalk.max_steps = 3 is below linewalk.length = 4"):
+        rlengine.Engine({**raw, "linewalk": {"max_steps": 3}}, extra_plugins=plugins)
+
+
+def test_the_example_package_test_passes(my_package, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("test_my_plugin", my_package / "tests" / "test_my_plugin.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.test_vpg_trains_on_the_counting_env(tmp_path)
+
+
+@pytest.mark.first_party
+def test_quickstart_python_example_runs(tmp_path, monkeypatch):
+    """The example as written, on a budget a test can afford and in a temporary run directory."""
+    (example,) = python_blocks("quickstart.md")
+    engine_class = rlengine.Engine
+
+    class Smaller(engine_class):
+        def __init__(self, config=None, overrides=(), **kwargs):
+            smaller = ["train.num_env_steps=512", 'train.writers=["jsonl"]',
+                       f"train.root_dir={json.dumps(str(tmp_path / 'run'))}"]
+            super().__init__(config, [*overrides, *smaller], **kwargs)
+
+    monkeypatch.setattr(rlengine, "Engine", Smaller)
+    monkeypatch.chdir(REPO_DIR)  # the example names examples/ppo_cartpole.toml
+    namespace: dict = {}
+    exec(compile(example, "docs/quickstart.md", "exec"), namespace)  # noqa: S102
+    assert namespace["result"].env_steps == 512 and namespace["result"].root_dir == str(tmp_path / "run")

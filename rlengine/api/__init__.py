@@ -13,7 +13,7 @@ _WHERE = {
     "Algorithm": "algorithm", "untracked": "algorithm", "Environment": "environment",
     "ObservationTransformer": "transformer", "SummaryWriter": "writer", "Pipeline": "pipeline",
     "PipelineContext": "pipeline", "Iteration": "pipeline", "Command": "command", "NoConfig": "noconfig",
-    "Run": "run", "RunSpecs": "specs",
+    "Run": "run", "RunSpecs": "specs", "BoundedTensorSpec": "specs",
 }
 
 __all__ = sorted(_WHERE)

@@ -99,6 +99,7 @@ class Algorithm(tf.Module):
     #: sequences sampled from it (``preprocess_experience`` turns them into
     #: what ``train_step`` needs, e.g. transitions). ``initial_collect_steps``
     #: env steps (all copies) are collected with uniformly random actions first.
+    #: A class attribute: pipelines read it from the class, before the algorithm is built.
     off_policy: bool = False
     mini_batch_length: int = 2
     num_updates_per_iteration: int = 0  # 0: one update per collected env step (num_envs x unroll_length)

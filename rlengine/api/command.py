@@ -5,7 +5,12 @@ the user named::
 
     command = cls()                          # once per CLI call
     command.add_arguments(subparser)         # argparse, the CLI library the core uses
-    status = command.run(args)               # the exit status; args.debug, args.disable_plugin are set
+    status = command.run(args)               # the exit status
+
+``args`` also holds the global options (``args.debug``,
+``args.disable_plugin``), the plugin manager the CLI built (``args.plugins``:
+pass it on, e.g. ``rlengine.Engine(config, plugins=args.plugins)``, rather
+than loading every plugin again) and the command line (``args.argv``).
 
 Register one with::
 

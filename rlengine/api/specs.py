@@ -8,6 +8,10 @@ from typing import Any
 import attrs
 import tensorflow as tf
 
+# TensorFlow's bounded spec (tf.TensorSpec with minimum and maximum), which TensorFlow does not export
+# under a public name; rlengine re-exports it so that plugins need no private TensorFlow import.
+from tensorflow.python.framework.tensor_spec import BoundedTensorSpec  # noqa: F401
+
 from rlengine.api.data import Experience, LossInfo, Nest, TimeStep
 from rlengine.errors import SpecMismatchError
 

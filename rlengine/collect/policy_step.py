@@ -39,7 +39,7 @@ def uniform_action(spec: Nest, batch: int) -> Nest:
         if not hasattr(s, "minimum"):
             raise SpecMismatchError(
                 f"uniformly random initial actions need bounded action specs, got {s}; give the environment's "
-                "action spec bounds (BoundedTensorSpec) or set the algorithm's initial_collect_steps = 0")
+                "action spec bounds (rlengine.BoundedTensorSpec)")
         shape = [batch, *s.shape]
         low = tf.broadcast_to(tf.cast(s.minimum, s.dtype), s.shape)
         high = tf.broadcast_to(tf.cast(s.maximum, s.dtype), s.shape)

@@ -9,7 +9,7 @@ On-policy, one :meth:`Learner.train` call (one ``tf.function`` call) runs::
 
 From replay, one :meth:`Learner.train_from_replay` call runs::
 
-    for _ in range(algorithm.num_updates_per_iteration):
+    for _ in range(num_updates):  # the pipeline's: num_updates_per_iteration, or one per env step when 0
         sequences, indices, weights = buffer.sample(mini_batch_size)   # [B, L]
         batch = algorithm.preprocess_experience(time_major(sequences))  # e.g. transitions
         loss = update(batch, weights)

@@ -51,7 +51,7 @@ class CountingEnv(Environment):
                         self.action_spec(), s([], tf.int32))
 
     def action_spec(self):
-        from tensorflow.python.framework.tensor_spec import BoundedTensorSpec  # the standard bounded spec
+        from rlengine.api.specs import BoundedTensorSpec
 
         return BoundedTensorSpec([], tf.int32, 0, 1)
 

@@ -29,7 +29,7 @@ class OffPolicyConfig:
     gamma: float = attrs.field(default=0.99, validator=[_v.ge(0), _v.le(1)])  # discount of future rewards, per step
     mini_batch_size: int = attrs.field(default=256, validator=_v.gt(0))  # replayed sequences per update
     mini_batch_length: int = attrs.field(default=2, validator=_v.ge(2))  # n-step returns, n = length - 1
-    num_updates_per_iteration: int = attrs.field(default=0, validator=_v.ge(0))  # 0: one per env step
+    num_updates_per_iteration: int = attrs.field(default=0, validator=_v.ge(0))  # 0: one per env step the unroll collected
     #: env steps (all copies) of uniformly random actions before training starts; at least num_envs x mini_batch_length
     initial_collect_steps: int = attrs.field(default=1000, validator=_v.ge(0))
     replay_capacity: int = attrs.field(default=1_000_000, validator=_v.gt(0))  # rows, all copies together

@@ -13,9 +13,8 @@ from rlengine_algorithms.critics import to_transitions
 from rlengine_algorithms.dqn import DQN, DQNConfig
 from rlengine_algorithms.sac import SAC, SACConfig, squashed_sample
 from rlengine_algorithms.td3 import TD3, TD3Config
-from tensorflow.python.framework.tensor_spec import BoundedTensorSpec
 
-from rlengine import ConfigError, Experience, SquashedNormal, StepType, TimeStep, hookimpl
+from rlengine import BoundedTensorSpec, ConfigError, Experience, SquashedNormal, StepType, TimeStep, hookimpl
 
 F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
 BOX = BoundedTensorSpec([1], tf.float32, -2.0, 2.0)

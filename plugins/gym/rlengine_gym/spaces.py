@@ -33,11 +33,7 @@ import numpy as np
 import tensorflow as tf
 from gymnasium import spaces
 
-# BoundedTensorSpec is TensorFlow's standard bounded spec (used across the TF
-# ecosystem) but is only exported from this module, not from ``tf.*``.
-from tensorflow.python.framework.tensor_spec import BoundedTensorSpec
-
-from rlengine import ConfigError, SpecMismatchError
+from rlengine import BoundedTensorSpec, ConfigError, SpecMismatchError
 
 __all__ = [
     "BoundedTensorSpec",

@@ -7,7 +7,8 @@
   into a replay buffer sized for one unroll, the learner replays all of it,
   and the buffer is cleared; the same learner code as the direct path.
 * Off-policy: one unroll stored into the replay buffer, then
-  ``num_updates_per_iteration`` updates on sampled sequences. The first
+  ``num_updates_per_iteration`` updates on sampled sequences (0: one per env
+  step, ``unroll_length x num_envs``). The first
   ``initial_collect_steps`` env steps use uniformly random actions and train
   nothing.
 

@@ -144,6 +144,7 @@ def site(tmp_path_factory) -> Path:
     return target
 
 
+@pytest.mark.first_party  # reads the rows of the jsonl writer (rlengine-writers)
 def test_register_pipelines_hook_trains_with_a_pipeline_from_an_installed_package(site, tmp_path):
     root = tmp_path / "run"
     out = run_rlengine("train", "--set", "train.pipeline=twice", "--set", "twice.unrolls=3",

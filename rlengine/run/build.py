@@ -24,6 +24,7 @@ from rlengine.learn.replay import ReplayBuffer
 from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
 from rlengine.run.evaluator import Evaluator
+from rlengine.run.memory import check_fits
 from rlengine.run.runtime import prepare_runtime
 from rlengine.run.specs import prepare_specs
 
@@ -186,6 +187,10 @@ def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs)
     if algorithm.replay_capacity < needed_capacity:
         raise ConfigError(f"{name}.replay_capacity = {algorithm.replay_capacity} must be at least "
                           f"{needed_capacity} (num_envs x max(mini_batch_length, unroll_length))")
+    # Sized before allocating: too big a buffer is an out-of-memory traceback, or the kernel's kill.
+    buffer_bytes = ReplayBuffer.bytes_needed(specs.experience, cfg.num_envs, algorithm.replay_capacity,
+                                             algorithm.prioritized_replay)
+    check_fits(buffer_bytes, "the replay buffer", f"{name}.replay_capacity", algorithm.replay_capacity, needed_capacity)
     return ReplayBuffer(specs.experience, cfg.num_envs, algorithm.replay_capacity,
                         sequence_length=algorithm.mini_batch_length, prioritized=algorithm.prioritized_replay,
                         priority_alpha=algorithm.priority_alpha)

@@ -16,7 +16,7 @@ import tf_keras
 
 import rlengine
 from rlengine import Algorithm, Experience, LossInfo, PolicyStep, StepType
-from rlengine_algorithms.networks import ActionHead, Torso, dense
+from rlengine_algorithms.networks import ActionHead, Torso, dense, positive_sizes
 
 _pos = attrs.validators.gt(0)
 _unit = attrs.validators.and_(attrs.validators.ge(0), attrs.validators.le(1))
@@ -27,7 +27,8 @@ _schedules = attrs.validators.in_(["constant", "linear"])
 class ActorCriticConfig:
     """Options of ``ac`` (TOML section ``[ac]``); PPO adds its own on top."""
 
-    hidden_sizes: list = attrs.field(factory=lambda: [64, 64])  # MLP widths of actor and critic
+    #: MLP widths of actor and critic, each > 0 ([]: no hidden layer)
+    hidden_sizes: list = attrs.field(factory=lambda: [64, 64], validator=positive_sizes)
     #: nonlinearity of the hidden layers of both MLPs
     activation: str = attrs.field(default="tanh", validator=attrs.validators.in_(["tanh", "relu", "elu"]))
     lstm_size: int = attrs.field(default=0, validator=attrs.validators.ge(0))  # 0: no LSTM

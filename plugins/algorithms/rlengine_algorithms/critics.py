@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine import Algorithm, ConfigError, StepType, n_step_return
-from rlengine_algorithms.networks import ACTIVATIONS, orthogonal
+from rlengine_algorithms.networks import ACTIVATIONS, orthogonal, positive_sizes
 
 _v = attrs.validators
 
@@ -25,7 +25,8 @@ _v = attrs.validators
 class OffPolicyConfig:
     """Replay and update-rate options every off-policy algorithm takes."""
 
-    hidden_sizes: list = attrs.field(factory=lambda: [256, 256])  # MLP widths of the actor and critics (DQN: Q net)
+    #: MLP widths of the actor and critics (DQN: Q net), each > 0 ([]: no hidden layer)
+    hidden_sizes: list = attrs.field(factory=lambda: [256, 256], validator=positive_sizes)
     gamma: float = attrs.field(default=0.99, validator=[_v.ge(0), _v.le(1)])  # discount of future rewards, per step
     mini_batch_size: int = attrs.field(default=256, validator=_v.gt(0))  # replayed sequences per update
     mini_batch_length: int = attrs.field(default=2, validator=_v.ge(2))  # n-step returns, n = length - 1

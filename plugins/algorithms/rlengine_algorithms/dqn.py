@@ -38,7 +38,7 @@ from rlengine_algorithms.critics import (
     to_transitions,
     weighted_mean,
 )
-from rlengine_algorithms.networks import flatten_observation, orthogonal
+from rlengine_algorithms.networks import flatten_observation, orthogonal, positive_sizes
 
 _v = attrs.validators
 _unit = [_v.ge(0), _v.le(1)]
@@ -48,7 +48,8 @@ _unit = [_v.ge(0), _v.le(1)]
 class DQNConfig(OffPolicyConfig):
     """Options of ``dqn`` (TOML section ``[dqn]``), on top of the replay ones."""
 
-    hidden_sizes: list = attrs.field(factory=lambda: [256, 256])
+    #: MLP widths of the Q network, each > 0 ([]: no hidden layer)
+    hidden_sizes: list = attrs.field(factory=lambda: [256, 256], validator=positive_sizes)
     learning_rate: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the Q network
     mini_batch_size: int = attrs.field(default=64, validator=_v.gt(0))
     # Recurrent DQN: an LSTM of this size before the Q head (0: feed-forward).

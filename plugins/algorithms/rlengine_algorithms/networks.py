@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
@@ -10,6 +12,20 @@ import tf_keras
 from rlengine import ConfigError
 
 tfd = tfp.distributions
+
+
+def positive_sizes(instance, attribute, value) -> None:
+    """attrs validator of layer widths: a list of positive integers (empty: no hidden layer).
+
+    A zero width makes oneDNN abort the whole process on the first matmul and
+    a negative one fails deep inside TensorFlow, so both are refused here, as
+    a ConfigError naming the key, before any network is built.
+    """
+    def positive(width) -> bool:
+        return isinstance(width, numbers.Integral) and not isinstance(width, bool) and width >= 1
+
+    if not isinstance(value, (list, tuple)) or not all(positive(w) for w in value):
+        raise ValueError(f"'{attribute.name}' must be a list of positive integers (layer widths), got {value!r}")
 
 
 def flatten_observation(observation) -> tf.Tensor:

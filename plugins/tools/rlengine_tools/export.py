@@ -28,6 +28,7 @@ import tensorflow as tf
 from rlengine import RLEngineError
 from rlengine.api.data import StepType, TimeStep, zeros_from_spec
 from rlengine.collect.policy_step import greedy
+from rlengine_tools.export_dir import check_out_dir, remove_stale_staging, staging_dir, swap_in, write_marker
 
 SIGNATURE_FILE = "signature.json"
 README_FILE = "README.txt"
@@ -186,30 +187,23 @@ def write_description(directory: str, out_dir: str, info: dict) -> None:
         f.write(text)
 
 
-def check_out_dir(out_dir: str) -> None:
-    """Refuse to replace anything but an earlier export."""
-    if os.path.isfile(out_dir):
-        raise RLEngineError(f"export directory {out_dir!r} is a file: choose a new directory name")
-    if os.path.isdir(out_dir) and os.listdir(out_dir) and \
-            not os.path.exists(os.path.join(out_dir, "saved_model.pb")):
-        raise RLEngineError(f"export directory {out_dir!r} exists and is not an earlier export: "
-                            "choose a new or empty directory")
-
-
 def save(policy: ExportedPolicy, out_dir: str, info: dict) -> None:
-    """Write the model next to ``out_dir`` first, then swap it in, so a failed export leaves no half model."""
-    out_dir = os.path.abspath(out_dir)
-    tmp = f"{out_dir}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    """Write the model beside ``out_dir``, then swap it in (see :mod:`.export_dir`): a failed or killed
+    export leaves no half model, and only an earlier export is ever replaced."""
+    out_dir = os.path.realpath(out_dir)  # through a symbolic link: the export replaces its target
+    tmp = staging_dir(out_dir, "tmp")
     try:
+        remove_stale_staging(out_dir)  # what killed exports left beside it
         tf.saved_model.save(policy, tmp)
         write_description(tmp, out_dir, info)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if os.path.isdir(out_dir):
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
+        write_marker(tmp, info)
+        swap_in(tmp, out_dir)
+    except (OSError, tf.errors.OpError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise RLEngineError(f"export to {out_dir!r} failed: {first}; choose a directory you can "
+                            "write to (nothing there was changed)") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already when the swap succeeded
 
 
 def export_run(root_dir: str, out_dir: str, overrides: Iterable[str] = (), **engine_kwargs: Any) -> dict:

@@ -166,6 +166,6 @@ def test_cli_export_writes_model_and_description(capsys, tmp_path, base, exporte
 
     assert code == 0
     assert f"to {out}" in text and "action(observation)" in text
-    assert sorted(os.listdir(out)) == ["README.txt", "assets", "fingerprint.pb", "saved_model.pb",
-                                       "signature.json", "variables"]
+    assert sorted(os.listdir(out)) == ["README.txt", "assets", "fingerprint.pb", "rlengine-export.json",
+                                       "saved_model.pb", "signature.json", "variables"]
     assert tf.saved_model.contains_saved_model(str(out))

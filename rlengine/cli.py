@@ -5,17 +5,37 @@ Commands are plugins (``rlengine_register_commands``): the core registers
 ``export`` and ``plot``. The plugin manager is built before parsing so that
 ``--help`` lists them all; registrations are lazy references, so neither it
 nor ``--version`` imports TensorFlow. Every :class:`rlengine.RLEngineError`
-becomes one ``rlengine: error:`` line and exit status 2.
+becomes one ``rlengine: error:`` line and exit status 2; so does any other
+exception (the last resort: what, its type and the engine or plugin code it
+came from), and ``--debug`` shows the traceback. Two failures (an
+environment error that ended a run, then a ``train_end`` hook that raised)
+are two lines, the first failure first.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-import traceback
-from typing import Any, Optional, Sequence
+from types import TracebackType
 
-from rlengine.errors import RLEngineError, TrainingInterrupted
+
+def _interrupted_while_importing(kind: "type[BaseException]", value: BaseException, tb: "TracebackType | None") -> None:
+    """Ctrl-C while this module's imports run (before :func:`main` can catch it) is one line too."""
+    if issubclass(kind, KeyboardInterrupt):
+        print("rlengine: interrupted", file=sys.stderr)  # Python still exits by SIGINT: status 130 in a shell
+    else:
+        _previous_excepthook(kind, value, tb)
+
+
+_previous_excepthook = sys.excepthook
+if __name__ == "__main__" or sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] == "rlengine":  # the command only
+    sys.excepthook = _interrupted_while_importing
+
+import argparse  # noqa: E402  (after the hook: an interrupt while importing is one line)
+import faulthandler  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any, Optional, Sequence  # noqa: E402
+
+from rlengine.errors import RLEngineError, TrainingInterrupted, earlier_failures, unexpected_error_line  # noqa: E402
 
 
 def global_parser(add_help: bool = True) -> argparse.ArgumentParser:
@@ -54,36 +74,92 @@ def commands_of(plugins: Any = None) -> dict:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    dump_python_stack_on_crash()
     words = list(sys.argv[1:] if argv is None else argv)
-    early, _ = global_parser(add_help=False).parse_known_args(words)
-    if early.version:
-        from rlengine import __version__
-
-        print(f"rlengine {__version__}")
-        return 0
+    debug = "--debug" in words
     try:
-        from rlengine.plugin.manager import build_plugins
+        early, _ = global_parser(add_help=False).parse_known_args(words)
+        debug = early.debug
+        if early.version:
+            from rlengine import __version__
 
-        plugins = build_plugins(disabled=early.disable_plugin)
-        commands = commands_of(plugins)
-        full = parser(commands)
-        args = full.parse_args(words)
-        if args.command is None:
-            full.print_help()
-            return 2
-        args.plugins, args.argv = plugins, words
-        return commands[args.command].run(args)
-    except TrainingInterrupted as exc:  # SIGINT / SIGTERM: a checkpoint was written first
-        print(f"rlengine: {exc}; resume with: {resume_command(words, exc.root_dir)}", file=sys.stderr)
-        return 128 + exc.signal_number  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
-    except RLEngineError as exc:
-        if early.debug:
-            traceback.print_exc()
-        print(f"rlengine: error: {exc}", file=sys.stderr)
+            print(f"rlengine {__version__}")
+            return 0
+        return run_command(words, early)
+    except SystemExit:  # argparse's usage errors and --help: it has printed what it wanted
+        raise
+    except BaseException as exc:
+        return report(exc, words, debug)
+
+
+def run_command(words: list, early: argparse.Namespace) -> int:
+    """Build the plugins, parse the whole command line and run the command it names."""
+    from rlengine.plugin.manager import build_plugins
+
+    plugins = build_plugins(disabled=early.disable_plugin)
+    commands = commands_of(plugins)
+    full = parser(commands)
+    args = full.parse_args(words)
+    if args.command is None:
+        full.print_help()
         return 2
-    except KeyboardInterrupt:
+    args.plugins, args.argv = plugins, words
+    return commands[args.command].run(args)
+
+
+def report(error: BaseException, words: Sequence[str], debug: bool) -> int:
+    """Print ``error`` as one line (after any failure it interrupted, one line each); the exit status.
+
+    The status is the first failure's: 2 for an error, 128 + the signal's
+    number for an interruption (130 for Ctrl-C, 143 for SIGTERM).
+    """
+    try:
+        if debug and not isinstance(error, (KeyboardInterrupt, TrainingInterrupted)):
+            traceback.print_exception(error)
+        first, *later = [*earlier_failures(error), error]
+        status = _report_first(first, words)
+        for then in later:
+            print(f"rlengine: error: then, while handling that: {describe(then)}", file=sys.stderr)
+        return status
+    except KeyboardInterrupt:  # Ctrl-C again while reporting: the short answer will do
         print("rlengine: interrupted", file=sys.stderr)
         return 130
+
+
+def _report_first(error: BaseException, words: Sequence[str]) -> int:
+    if isinstance(error, TrainingInterrupted):  # SIGINT / SIGTERM: a checkpoint was written first
+        print(f"rlengine: {error}; resume with: {resume_command(words, error.root_dir)}", file=sys.stderr)
+        return 128 + error.signal_number  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
+    if isinstance(error, KeyboardInterrupt):
+        print("rlengine: interrupted", file=sys.stderr)
+        return 130
+    print(f"rlengine: error: {describe(error)}", file=sys.stderr)
+    return 2
+
+
+def describe(error: BaseException) -> str:
+    """The one line for ``error``: an RLEngineError's own message, else the last resort's; then the
+    engine's notes on it (``the run was checkpointed to ... first``), so they stay on that line."""
+    if isinstance(error, KeyboardInterrupt):
+        line = "interrupted (KeyboardInterrupt)"
+    elif isinstance(error, RLEngineError):
+        line = " ".join(str(error).split("\n")).strip() or type(error).__name__
+    else:
+        line = unexpected_error_line(error)
+    notes = [n for n in getattr(error, "__notes__", None) or () if isinstance(n, str) and n.startswith("rlengine: ")]
+    return "".join([line, *(f"; {' '.join(n.removeprefix('rlengine: ').split())}" for n in notes)])
+
+
+def dump_python_stack_on_crash() -> None:
+    """Enable :mod:`faulthandler`: a segfault in an in-process environment (or any native code) then
+    prints the Python stack of every thread to stderr, naming the code that crashed, instead of dying
+    silently with status 139. Nothing can continue the process after that; see docs/troubleshooting.md."""
+    if faulthandler.is_enabled():
+        return
+    try:
+        faulthandler.enable(file=sys.__stderr__ or sys.stderr)
+    except (AttributeError, ValueError, OSError):  # no usable stderr (embedded, closed): nothing to print to
+        pass
 
 
 def resume_command(argv: Sequence[str], root_dir: str) -> str:

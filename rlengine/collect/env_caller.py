@@ -1,4 +1,10 @@
-"""A Python environment called from inside a graph (``tf.numpy_function``)."""
+"""A Python environment called from inside a graph (``tf.numpy_function``).
+
+What the environment returns is checked against its spec before TensorFlow
+sees it (by the fault guard, or here for an unguarded environment): a wrong
+shape or dtype is then one error naming the environment and the field
+rather than a TensorFlow error that names neither.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import tensorflow as tf
 
 from rlengine.api import Environment
 from rlengine.api.data import Nest, TimeStep
+from rlengine.collect.env_checks import TimeStepCheck
 
 
 class EnvCaller:
@@ -23,14 +30,19 @@ class EnvCaller:
         #: The environment's own exception, if one escaped step() or reset(): the graph
         #: reports it only as a generic op error, without its type.
         self.error: BaseException | None = None
+        checked = getattr(env, "checks_outputs", False)  # a GuardedEnvironment checks them itself
+        self._check = None if checked else TimeStepCheck(raw_spec, self.batch, f"environment {env.env_id!r}")
 
     def _py_step(self, *flat_action: np.ndarray) -> list:
         action = tf.nest.pack_sequence_as(self.action_spec, list(flat_action))
-        return self._call(self.env.step, action)
+        return self._call("step", self.env.step, action)
 
-    def _call(self, method: Any, *args: Any) -> list:
+    def _call(self, what: str, method: Any, *args: Any) -> list:
         try:
-            return tf.nest.flatten(method(*args))
+            time_step = method(*args)
+            if self._check is not None:
+                self._check.check_spec(time_step, what)
+            return tf.nest.flatten(time_step)
         except BaseException as exc:
             self.error = exc
             raise
@@ -41,7 +53,7 @@ class EnvCaller:
         return self._pack(flat)
 
     def reset(self) -> TimeStep:
-        flat = tf.numpy_function(lambda: self._call(self.env.reset), [],
+        flat = tf.numpy_function(lambda: self._call("reset", self.env.reset), [],
                                  [s.dtype for s in self.flat_spec], stateful=True)
         return self._pack(flat)
 

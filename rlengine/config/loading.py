@@ -30,6 +30,13 @@ def read_toml(path: str) -> dict:
             return tomllib.load(f)
     except FileNotFoundError:
         raise ConfigError(f"config file {path!r} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path!r} is a directory; pass a TOML file") from None
+    except OSError as exc:  # no permission to read it, an I/O error
+        raise ConfigError(f"cannot read config file {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path!r} is not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} "
+                          f"at offset {exc.start}); TOML files must be UTF-8: re-save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path!r} is not valid TOML: {exc}") from None
 

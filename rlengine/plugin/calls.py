@@ -70,3 +70,14 @@ def _hook_failure_message(plugins: Any, name: str, hook_name: str, exc: BaseExce
     origin = f" ({origin})" if origin else ""
     return (f"plugin {name!r}{origin} raised in hook {hook_name}: {type(exc).__name__}: {one_line(exc)}".rstrip(": ")
             + f" (fix or update the plugin, or disable it with --disable-plugin {name}; --debug shows the traceback)")
+
+
+def wrong_result_message(plugins: Any, name: str, hook_name: str, argument: str, expected: type, result: Any) -> str:
+    """A hook returned something its callers cannot use (``rlengine_configure`` returning a dict, say)."""
+    info = next((i for i in plugins.infos if i.name == name), None)
+    origin = f" ({info.distribution} {info.version})".replace(" )", ")") if info and info.distribution else ""
+    shown = repr(result)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return (f"plugin {name!r}{origin}: hook {hook_name} returned {type(result).__name__} {shown}, not a "
+            f"{expected.__name__}; return the {argument} it was given (changed, e.g. with attrs.evolve) or None "
+            f"to keep it (or disable it with --disable-plugin {name})")

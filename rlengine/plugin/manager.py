@@ -22,7 +22,7 @@ import pluggy
 from rlengine.errors import PluginError, one_line
 from rlengine.plugin import hookspecs
 from rlengine.plugin.builtin import BUILTIN_DISTRIBUTION, BUILTIN_PLUGINS, load_builtin
-from rlengine.plugin.calls import GuardedCaller, GuardedHooks
+from rlengine.plugin.calls import GuardedCaller, GuardedHooks, wrong_result_message
 from rlengine.plugin.markers import API_VERSION, CORE_VERSION, PROJECT
 from rlengine.plugin.registry import KINDS, Registries
 from rlengine.quiet_tensorflow import tensorflow_start_up_dropped
@@ -79,15 +79,19 @@ class Plugins:
                 f"or {DISABLE_ENV}={first.name}; --debug shows the traceback)"
             )
 
-    def call_chained(self, hook_name: str, argument: str, value: Any) -> Any:
+    def call_chained(self, hook_name: str, argument: str, value: Any, expect: Optional[type] = None) -> Any:
         """Call ``hook_name`` plugin by plugin (newest first), each seeing the
-        previous result as ``argument``; ``None`` results keep the value."""
+        previous result as ``argument``; ``None`` results keep the value. A result
+        that is not an ``expect`` instance is a PluginError naming the plugin."""
         caller = getattr(self.manager.hook, hook_name)
         for impl in reversed(caller.get_hookimpls()):
             others = [p for p in self.manager.get_plugins() if p is not impl.plugin]
             subset = self.manager.subset_hook_caller(hook_name, remove_plugins=others)
             results = GuardedCaller(self, subset)(**{argument: value})
             if results and results[0] is not None:
+                if expect is not None and not isinstance(results[0], expect):
+                    name = self.manager.get_name(impl.plugin) or "?"
+                    raise PluginError(wrong_result_message(self, name, hook_name, argument, expect, results[0]))
                 value = results[0]
         return value
 

@@ -34,7 +34,8 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from rlengine import ConfigError, Environment, StepType, TimeStep
 from rlengine_gym import spaces as space_utils
 from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
-from rlengine_gym.worker import make_env, split_env_id
+from rlengine_gym.worker import make_env, quiet_worker, split_env_id
+from rlengine_gym.worker_faults import missing_dependency_error, terminate_workers, worker_faults
 
 __all__ = ["GymConfig", "GymEnvironment", "make_env"]
 
@@ -189,6 +190,7 @@ class GymEnvironment(Environment):
         self._was_last = None  # bool [B]: copy ended its episode on the previous step
         self._seeded = False
         self._hung = False  # a worker did not answer in time: close by terminating the processes
+        self._broken = False  # a worker died: close by terminating the others, without waiting for it
         self.last_info: dict = {}
 
         spec = resolve_env_id(env_id)
@@ -215,9 +217,12 @@ class GymEnvironment(Environment):
                         copy=False,
                         context=_START_METHOD,
                         autoreset_mode=AutoresetMode.NEXT_STEP,
+                        worker=quiet_worker,
                     )
         except TypeError as err:
             raise ConfigError(f"cannot make environment {env_id!r} with arguments {kwargs}: {err}") from None
+        except (gymnasium.error.DependencyNotInstalled, ImportError) as err:  # LunarLander without Box2D, ...
+            raise missing_dependency_error(env_id, err) from err
 
         try:
             self._build_specs()
@@ -350,7 +355,9 @@ class GymEnvironment(Environment):
     def close(self) -> None:
         venv, self._venv = self._venv, None
         self._was_last = None
-        if venv is not None:
+        if venv is not None and self._broken:
+            terminate_workers(venv)
+        elif venv is not None:
             venv.close(terminate=self._hung)  # a hung worker would never answer a polite close
 
     # -- timeouts (async vectorization: the worker processes are waited for with a timeout) ----
@@ -365,20 +372,26 @@ class GymEnvironment(Environment):
 
     def _step_venv(self, action: Any) -> tuple:
         venv = self._venv
-        if not self.step_timeout or not isinstance(venv, AsyncVectorEnv):
+        if not isinstance(venv, AsyncVectorEnv):
             return venv.step(action)
-        venv.step_async(action)
-        return self._wait(venv.step_wait, "step")
+        with self._worker_faults(venv):
+            venv.step_async(action)
+            return self._wait(venv.step_wait, "step")
 
     def _reset_venv(self, venv: Any, seeds: Any) -> tuple:
-        if not self.step_timeout or not isinstance(venv, AsyncVectorEnv):
+        if not isinstance(venv, AsyncVectorEnv):
             return venv.reset(seed=seeds)
-        venv.reset_async(seed=seeds)
-        return self._wait(venv.reset_wait, "reset")
+        with self._worker_faults(venv):
+            venv.reset_async(seed=seeds)
+            return self._wait(venv.reset_wait, "reset")
+
+    def _worker_faults(self, venv: AsyncVectorEnv) -> Any:
+        """A worker that died becomes one error naming it and its signal (the fault guard restarts us)."""
+        return worker_faults(venv, self.env_id, self.first_env_id, lambda: setattr(self, "_broken", True))
 
     def _wait(self, wait: Any, what: str) -> tuple:
         try:
-            return wait(timeout=self.step_timeout)
+            return wait(timeout=self.step_timeout or None)  # 0: no limit
         except multiprocessing.TimeoutError:
             self._hung = True
             raise TimeoutError(f"{self.env_id!r}: worker processes did not answer {what}() within "

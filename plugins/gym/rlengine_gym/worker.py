@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import signal
+from typing import Any
 
 import gymnasium
+from gymnasium.vector.async_vector_env import _async_worker
 
 from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
 
-__all__ = ["import_plugin_modules", "make_env", "split_env_id"]
+__all__ = ["import_plugin_modules", "make_env", "quiet_worker", "split_env_id"]
 
 _plugin_modules_imported = False
 
@@ -60,3 +63,37 @@ def split_env_id(env_id: str) -> tuple[str, str]:
     """``"module:Name-v0"`` -> ``("module", "Name-v0")``; ``"Name-v0"`` -> ``("", "Name-v0")``."""
     module, sep, name = env_id.partition(":")
     return (module, name) if sep else ("", env_id)
+
+
+def quiet_worker(index: int, env_fn: Any, pipe: Any, parent_pipe: Any, *rest: Any) -> None:
+    """Gymnasium's worker loop (same 8 arguments), minus the tracebacks of a worker left behind.
+
+    Ctrl-C reaches every process of the terminal's group: the workers ignore
+    it, since the main process stops the run (checkpoint first) and closes
+    them; a worker interrupted here would instead send ``KeyboardInterrupt``
+    back into the main process's step. A worker whose pipe is gone (the main
+    process replaced it after a sibling crashed, or died itself) has nobody
+    to report to and ends silently instead of printing a traceback. An env
+    that cannot be made here is reported like an error of a call, so the main
+    process raises it, rather than a bare ``EOFError`` after a traceback.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        try:
+            env = env_fn()
+        except Exception as exc:
+            _report_failed_make(index, exc, pipe, parent_pipe, error_queue=rest[1])
+            return
+        _async_worker(index, lambda: env, pipe, parent_pipe, *rest)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass
+
+
+def _report_failed_make(index: int, error: Exception, pipe: Any, parent_pipe: Any, error_queue: Any) -> None:
+    """Answer the main process's first command with ``error``, as Gymnasium's worker reports errors."""
+    import traceback
+
+    parent_pipe.close()
+    error_queue.put((index, type(error), error, traceback.format_exc()))
+    pipe.recv()
+    pipe.send((None, False))

@@ -103,3 +103,20 @@ def test_hung_gym_worker_process_times_out_naming_the_env_and_is_terminated(tmp_
         engine.train()
     assert time.perf_counter() - start < 20  # the hang lasts 30 s
     assert worker_processes() <= before, "the hung worker processes were not terminated"
+
+
+def test_a_worker_killed_by_a_signal_is_named_with_it_and_the_others_are_terminated():
+    import signal
+
+    from rlengine_gym import GymEnvironment
+    from rlengine_gym.worker_faults import EnvWorkerDied
+
+    _start_forkserver("CartPole-v1")
+    before = worker_processes()
+    env = GymEnvironment("CartPole-v1", 3, 0, first_env_id=4, config={"vectorization": "async"})
+    env.reset()
+    os.kill(env._venv.processes[1].pid, signal.SIGKILL)  # what the kernel's OOM killer does
+    with pytest.raises(EnvWorkerDied, match=r"^env worker 1 of 'CartPole-v1' \(env_id 5\) was killed by SIGKILL$"):
+        env.step(np.zeros(3, np.int64))
+    env.close()
+    assert worker_processes() <= before, "the surviving workers of the broken environment are still alive"

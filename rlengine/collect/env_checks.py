@@ -1,0 +1,102 @@
+"""Checks of what an environment returns: the arrays its spec promises, and finite values.
+
+Both kinds of fault are deterministic (the same code returns the same wrong
+array again), so :class:`rlengine.collect.faults.GuardedEnvironment` stops
+the run on them instead of restarting the environment. Unchecked, a wrong
+shape or dtype surfaces later as a TensorFlow error that names no
+environment and no field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from rlengine.api.data import TimeStep
+from rlengine.errors import RLEngineError, SpecMismatchError
+
+
+class EnvironmentFault(RLEngineError):
+    """An environment failed beyond what restarts may repair."""
+
+
+class EnvironmentOutputMismatch(EnvironmentFault, SpecMismatchError):
+    """An environment returned arrays its ``time_step_spec()`` does not describe."""
+
+
+class NonFiniteObservation(EnvironmentFault):
+    """An environment returned NaN or infinity."""
+
+
+def leaf_paths(nest: Any, prefix: str) -> list[str]:
+    """Names of the leaves of ``nest`` in ``tf.nest.flatten`` order (dict keys sorted)."""
+    if isinstance(nest, dict):
+        return [p for k in sorted(nest) for p in leaf_paths(nest[k], f"{prefix}[{k!r}]")]
+    if isinstance(nest, tuple) and hasattr(nest, "_fields"):
+        return [p for k, v in zip(nest._fields, nest) for p in leaf_paths(v, f"{prefix}.{k}".lstrip("."))]
+    if isinstance(nest, (list, tuple)):
+        return [p for i, v in enumerate(nest) for p in leaf_paths(v, f"{prefix}[{i}]")]
+    return [prefix]
+
+
+class TimeStepCheck:
+    """Checks batched time steps of one environment against its spec, fast enough for every step.
+
+    ``name`` is how errors call the environment (``"environment 'x'"``),
+    ``copies`` which of its copies it batches (``"copies 0..7"``).
+    """
+
+    def __init__(self, spec: TimeStep, num_envs: int, name: str, copies: str = "", first_env_id: int = 0):
+        self.name, self.copies, self.num_envs, self.first_env_id = name, copies, num_envs, first_env_id
+        flat = tf.nest.flatten(spec)
+        self.fields = leaf_paths(spec, "")
+        self.shapes = [(num_envs, *s.shape.as_list()) for s in flat]
+        self.dtypes = [None if s.dtype == tf.string else np.dtype(s.dtype.as_numpy_dtype) for s in flat]
+        self.finite = [i for i, (field, s) in enumerate(zip(self.fields, flat))  # float rewards and observations
+                       if (field == "reward" or field.startswith("observation")) and s.dtype.is_floating]
+
+    # -- shapes and dtypes ------------------------------------------------------------------------
+    def check_spec(self, time_step: Any, what: str) -> None:
+        """Raise :class:`EnvironmentOutputMismatch` naming the field unless every array fits the spec."""
+        leaves = [] if time_step is None else tf.nest.flatten(time_step)
+        if len(leaves) != len(self.fields):
+            raise self._mismatch(what, f"it is {type(time_step).__name__} of {len(leaves)} array(s), "
+                                       f"expected a TimeStep of {len(self.fields)}")
+        for field, leaf, shape, dtype in zip(self.fields, leaves, self.shapes, self.dtypes):
+            problem = _leaf_problem(leaf, shape, dtype)
+            if problem:
+                raise self._mismatch(what, f"{field} {problem}")
+
+    def _mismatch(self, what: str, problem: str) -> EnvironmentOutputMismatch:
+        where = f" ({self.copies})" if self.copies else ""
+        return EnvironmentOutputMismatch(
+            f"{self.name}: {what}() time step does not match its time_step_spec(){where}: {problem}; "
+            "it is not restarted (the same code would return it again); fix the environment or its "
+            "time_step_spec()")
+
+    # -- finite values ----------------------------------------------------------------------------
+    def check_finite(self, time_step: TimeStep, what: str) -> None:
+        """One vectorised check per float leaf; the slow search runs only when one fails."""
+        leaves = tf.nest.flatten(time_step)
+        for i in self.finite:
+            leaf = np.asarray(leaves[i])
+            if not np.isfinite(leaf).all():
+                bad = [int(j) for j in np.argwhere(~np.isfinite(leaf))[0]]
+                copy, element = bad[0], "".join(f"[{j}]" for j in bad[1:])
+                raise NonFiniteObservation(
+                    f"{self.name} returned a non-finite {self.fields[i]}{element} = {leaf[tuple(bad)]} "
+                    f"for copy {copy} (env_id {self.first_env_id + copy}) in {what}(); fix the environment, "
+                    "or clip or replace non-finite values before they reach the agent")
+
+
+def _leaf_problem(leaf: Any, shape: tuple, dtype: Optional[np.dtype]) -> str:
+    """What is wrong with one array ('' when nothing): what ``tf.numpy_function`` would refuse."""
+    array = leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)
+    if dtype is not None and array.dtype != dtype:
+        return f"has dtype {array.dtype}, expected {dtype}" + (" (cast it)" if array.shape == shape else "")
+    if len(array.shape) != len(shape) or any(e is not None and e != a for e, a in zip(shape, array.shape)):
+        expected = tuple("?" if e is None else e for e in shape)
+        return f"has shape {tuple(array.shape)}, expected {expected} (num_envs, then the spec's shape)"
+    return ""

@@ -4,6 +4,13 @@ from rlengine.plugin.manager import build_plugins
 from rlengine.testing import HookRecorder, testing_plugin
 
 
+@pytest.fixture(autouse=True)
+def _state_key_outside_home(tmp_path_factory, monkeypatch):
+    """Runs sign their env state with a per-user key (rlengine.collect.state_signing): tests use one of their
+    own, not the user's ~/.config/rlengine/state-key."""
+    monkeypatch.setenv("RLENGINE_STATE_KEY_FILE", str(tmp_path_factory.getbasetemp() / "state-key"))
+
+
 @pytest.fixture
 def recorder():
     return HookRecorder()

@@ -29,6 +29,7 @@ import tensorflow as tf
 from rlengine.api import seeding as run_random
 from rlengine.api.data import Nest, StepType
 from rlengine.api.specs import check_nest
+from rlengine.learn.replay_checkpoint import FilledRows
 from rlengine.learn.sumtree import SumTree
 
 #: Added to priorities before the exponent, so a zero loss still leaves a
@@ -103,6 +104,32 @@ class ReplayBuffer(tf.Module):
                 self._tree = SumTree(num_envs * self._layout.per_env)
                 # Stored-space (already ** alpha) priority given to new starts.
                 self._max_priority = tf.Variable(1.0, trainable=False, name="max_priority")
+        self._filled = FilledRows(self)  # what checkpoints hold of the rows and the tree (see below)
+
+    def _trackable_children(self, save_type: Any = "checkpoint", **kwargs: Any) -> dict:
+        """A checkpoint holds the written rows (``_filled``), not the preallocated variables themselves."""
+        children = super()._trackable_children(save_type, **kwargs)
+        if save_type == "checkpoint":
+            children.pop("_storage", None)
+            children.pop("_tree", None)
+        return children
+
+    @staticmethod
+    def bytes_needed(experience_spec: Nest, num_envs: int, capacity: int, prioritized: bool = False) -> int:
+        """Bytes the buffer's variables will take: its rows, heads and (prioritized) sum tree.
+
+        Known before anything is allocated, so a capacity the machine cannot
+        hold is refused with a figure instead of an out-of-memory traceback.
+        """
+        from rlengine.learn.sumtree import DEFAULT_BLOCK_SIZE, next_pow2
+
+        rows = num_envs * (capacity // num_envs)
+        row_bytes = sum(s.shape.num_elements() * s.dtype.size for s in tf.nest.flatten(experience_spec))
+        total = rows * row_bytes + 8 * num_envs  # the int64 heads
+        if prioritized:  # float32 leaves in whole blocks, plus the tree over the block sums
+            blocks = max(-(-rows // DEFAULT_BLOCK_SIZE), 1)
+            total += 4 * blocks * DEFAULT_BLOCK_SIZE + 8 * next_pow2(blocks) + 4  # + the max priority
+        return total
 
     # -- facts ----------------------------------------------------------------
     @property

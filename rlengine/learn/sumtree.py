@@ -33,6 +33,19 @@ from rlengine.api import seeding as run_random
 DEFAULT_BLOCK_SIZE = 8
 
 
+def _block_sums(blocks: Any) -> Any:
+    """Row sums of ``[n, block_size]`` leaves, added left to right.
+
+    Not ``reduce_sum``: its order of additions may depend on the shape, and
+    :meth:`SumTree.rebuild` must reproduce the sums of :meth:`SumTree.set`
+    exactly, whatever number of blocks either sums at once.
+    """
+    total = blocks[:, 0]
+    for j in range(1, blocks.shape[1]):
+        total = total + blocks[:, j]
+    return total
+
+
 def next_pow2(n: int) -> int:
     """Smallest power of two ``>= n`` (and ``>= 1``)."""
     return 1 << max(int(n) - 1, 0).bit_length()
@@ -93,7 +106,7 @@ class SumTree(tf.Module):
         # read sees the leaves just written, and each level reads the one below.
         block = ids // self.block_size
         node = block + self.block_capacity
-        self.nodes.scatter_nd_update(node[:, None], tf.reduce_sum(self._block_leaves(block), axis=1))
+        self.nodes.scatter_nd_update(node[:, None], _block_sums(self._block_leaves(block)))
         # The depth is static, so the levels are unrolled.
         for _ in range(self.depth):
             node = node // 2
@@ -103,6 +116,22 @@ class SumTree(tf.Module):
     def clear(self) -> None:
         self.leaves.assign(tf.zeros_like(self.leaves))
         self.nodes.assign(tf.zeros_like(self.nodes))
+
+    def rebuild(self, ids: Any, values: Any) -> None:
+        """Make ``values`` the leaves ``ids`` and every other leaf zero, and recompute every sum.
+
+        For restoring a checkpoint that holds only the leaves in use. The sums
+        come out bit for bit as :meth:`set` leaves them: block sums add the
+        same leaves in the same order, parents are the sum of two children.
+        """
+        leaves = tf.scatter_nd(tf.reshape(tf.cast(ids, tf.int64), [-1, 1]),
+                               tf.reshape(tf.cast(values, tf.float32), [-1]), tf.shape(self.leaves, out_type=tf.int64))
+        level = _block_sums(tf.reshape(leaves, [self.num_blocks, self.block_size]))
+        levels = [tf.pad(level, [[0, self.block_capacity - self.num_blocks]])]  # node block_capacity + b
+        for _ in range(self.depth):
+            levels.append(levels[-1][0::2] + levels[-1][1::2])  # node k = 2k + (2k + 1), one level up
+        self.leaves.assign(leaves)
+        self.nodes.assign(tf.concat([tf.zeros([1], tf.float32), *reversed(levels)], 0))  # node 0 is unused
 
     def find(self, mass: Any) -> Any:
         """Item ids whose cumulative-sum interval holds each of ``mass`` (float32 ``[n]``).

@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
+from rlengine.collect import env_state as env_state_lib
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.unroll import Carry
 from rlengine.learn.replay import ReplayBuffer, rows_to_store
@@ -64,20 +65,23 @@ class SyncPipeline(Pipeline):
         return Iteration(experience, losses, t1 - t0, time.perf_counter() - t1, metrics=self.faults.metrics(),
                          dropped=dropped)
 
-    # -- checkpoints: the environment's own state and the carry, as arrays (no pickle) ------------
+    # -- checkpoints: the environment's own state and the carry, as arrays (no pickle), signed ------
     def save_state(self) -> bytes:
-        env_state = _environment_state(self.context.envs[0])
-        if not env_state:  # the env cannot say where it stands: its episodes restart on resume
+        """The env's state and the carry, signed by this user (see :mod:`rlengine.collect.env_state`);
+        b"" when the env cannot save its state or it is above ``train.max_env_state_bytes``."""
+        env_state = env_state_lib.bounded_state(self.context.envs[0], self.context.config.train.max_env_state_bytes)
+        if not env_state:  # its episodes restart on resume, so the carry would be of no use
             return b""
         arrays = [np.frombuffer(env_state, np.uint8), *[t.numpy() for t in tf.nest.flatten(self.carry)]]
         buffer = io.BytesIO()
         np.savez(buffer, *arrays)
-        return buffer.getvalue()
+        return env_state_lib.signed(buffer.getvalue())
 
     def resume(self, state: bytes) -> bool:
-        arrays = _load_arrays(state)
-        if not arrays or not _restore_environment(self.context.envs[0], arrays[0].tobytes()):
-            return super().resume(state)
+        """Continue the saved episodes when this user wrote ``state`` and the env restores it; else restart."""
+        arrays = _load_arrays(env_state_lib.trusted(state))  # unsigned or foreign: never unpickled
+        if not arrays or not env_state_lib.apply_trusted_state(self.context.envs[0], arrays[0].tobytes()):
+            return super().resume(b"")
         batch, ctx = self.collector.batch, self.context
         template = Carry(ctx.specs.experience, ctx.chain.initial_state(batch), ctx.algorithm.initial_state(batch))
         self.carry = tf.nest.pack_sequence_as(template, [tf.constant(a) for a in arrays[1:]])
@@ -148,24 +152,6 @@ class OffPolicyPipeline(SyncPipeline):
         t1 = time.perf_counter()
         losses = {} if warming_up or dropped else self.learner.train_from_replay(self.num_updates)
         return self._iteration(experience, losses, t0, t1, dropped)
-
-
-def _environment_state(env: Any) -> bytes:
-    try:
-        return env.state()
-    except NotImplementedError:  # not supported: a resumed run starts new episodes
-        return b""
-
-
-def _restore_environment(env: Any, state: bytes) -> bool:
-    """Put ``env`` back in its saved ``state``; False when there is none or the env cannot."""
-    if not state:
-        return False
-    try:
-        env.restore_state(state)
-    except NotImplementedError:
-        return False
-    return True
 
 
 def _load_arrays(data: bytes) -> list:

@@ -12,11 +12,12 @@ episode statistics, the evaluation environment's state, and the effective config
 Kill-safety: a checkpoint counts only once its *marker*
 ``ckpt-<iteration>.complete`` exists. The marker is written atomically
 (temp file, fsync, rename) after the checkpoint files are written and
-synced, and records their sizes; the loader takes the newest checkpoint
-whose marker exists and whose files have those sizes. Old checkpoints are
-removed only after a newer one is marked, marker first, so a ``kill -9`` at
-any instant leaves the newest complete checkpoint loadable and never
-removes the only one.
+synced, and records their sizes and checksums
+(:mod:`rlengine.run.checkpoint_files`); resume takes the newest checkpoint
+whose files match its marker and sets damaged newer ones aside
+(:mod:`rlengine.run.restoring`). Old checkpoints are removed only after a
+newer one is marked, marker first, so a ``kill -9`` at any instant leaves
+the newest complete checkpoint loadable and never removes the only one.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import io
 import json
 import os
 import random
-import re
 import time
 from typing import Any, Optional, cast
 
@@ -33,77 +33,25 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine.api import seeding as run_random
-from rlengine.errors import RLEngineError, telling_line
+from rlengine.collect import env_state
+from rlengine.errors import RLEngineError
+from rlengine.run.checkpoint_files import (  # noqa: F401 (write_atomically: imported from here)
+    FILE_NAME,
+    MARKER,
+    checkpoint_dir,
+    complete_checkpoints,
+    mark_complete,
+    newest_sound_checkpoint,
+    write_atomically,
+    write_tf_index,
+)
 from rlengine.run.episodes import EpisodeStats
-
-MARKER = ".complete"
-_NAME = re.compile(r"^ckpt-(\d+)(\.index|\.data-\d+-of-\d+|_temp.*|\.complete|\.complete\.tmp-\d+)$")
-
-
-class CheckpointError(RLEngineError):
-    """No checkpoint of a run directory can be restored into this run."""
-
-
-def checkpoint_dir(root_dir: str) -> str:
-    return os.path.join(root_dir, "checkpoints")
-
-
-# -- finding complete checkpoints ---------------------------------------------------
-def _read_marker(path: str) -> Optional[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _intact(directory: str, marker: dict) -> bool:
-    """Whether every file the marker lists is there with the size it recorded."""
-    files = marker.get("files", {})
-    return bool(files) and all(
-        os.path.isfile(os.path.join(directory, name)) and os.path.getsize(os.path.join(directory, name)) == size
-        for name, size in files.items())
-
-
-def complete_checkpoints(directory: str) -> list:
-    """``(iteration, prefix, marker)`` of every complete checkpoint, newest first."""
-    if not os.path.isdir(directory):
-        return []
-    found = []
-    for name in os.listdir(directory):
-        match = _NAME.match(name)
-        if match and match.group(2) == MARKER:
-            marker = _read_marker(os.path.join(directory, name))
-            if marker is not None and _intact(directory, marker):
-                number = int(match.group(1))
-                found.append((number, os.path.join(directory, f"ckpt-{number}"), marker))
-    return sorted(found, key=lambda item: item[0], reverse=True)
+from rlengine.run.restoring import CheckpointError, restore_newest  # noqa: F401 (CheckpointError: from here)
 
 
 def newest_checkpoint(root_dir: str) -> Optional[str]:
-    """The prefix of the newest complete checkpoint of a run directory, or None."""
-    found = complete_checkpoints(checkpoint_dir(root_dir))
-    return found[0][1] if found else None
-
-
-# -- writing safely --------------------------------------------------------------
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: str, text: str) -> None:
-    """``path`` is either its old content or all of ``text``, even after a crash."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync(os.path.dirname(path))  # the rename itself reaches the disk
+    """The prefix of the newest checkpoint of a run directory whose files match their marker, or None."""
+    return newest_sound_checkpoint(checkpoint_dir(root_dir))
 
 
 def _remove(path: str) -> None:
@@ -140,11 +88,9 @@ def _restore_global_random_state(data: bytes) -> None:
     random.setstate((3, tuple(state["python"]), None))
 
 
-def _environment_state(env: Any) -> bytes:
-    try:
-        return env.state()
-    except NotImplementedError:  # not supported: a resumed run starts new episodes
-        return b""
+def _environment_state(env: Any, limit: int) -> bytes:
+    """``env``'s state signed by this user; b"" (episodes restart) when it cannot be saved or is above ``limit``."""
+    return env_state.saved_state(env, limit)
 
 
 # -- the root dir's config ------------------------------------------------------------
@@ -156,20 +102,33 @@ def _flat(config: dict) -> dict:
             for key, value in table.items()}
 
 
-def differing_keys(old: dict, new: dict) -> list:
-    """``section.key`` names whose values differ between two config dicts (missing counts as differing)."""
-    a, b = _flat(old), _flat(new)
+def differing_keys(old: dict, new: dict, defaults: Optional[dict] = None) -> list:
+    """``section.key`` names whose values differ between two config dicts (missing counts as differing).
+
+    Keys of ``defaults`` (flat ``section.key`` -> default) that the old config lacks count only when the
+    new value is not the default: a run dir written before a key existed still resumes. A renamed key
+    (``RENAMED_KEYS``) is compared under its new name.
+    """
+    from rlengine.config import RENAMED_KEYS
+
+    a, b, defaults = _flat(old), _flat(new), defaults or {}
+    for was, now in RENAMED_KEYS.items():
+        if was in a and now not in a:
+            a[now] = a.pop(was)
+    for key in set(b) - set(a):
+        if key in defaults and b[key] == defaults[key]:
+            a[key] = b[key]
     return sorted(k for k in set(a) | set(b) if k not in RESUME_FREE_KEYS and a.get(k) != b.get(k))
 
 
-def check_resumable(root_dir: str, config: dict, force: bool = False) -> None:
+def check_resumable(root_dir: str, config: dict, force: bool = False, defaults: Optional[dict] = None) -> None:
     """Refuse a root dir whose ``config.toml`` differs from ``config``, unless ``force``."""
     from rlengine.config import read_toml
 
     path = os.path.join(root_dir, "config.toml")
     if force or not os.path.isfile(path):
         return
-    keys = differing_keys(read_toml(path), config)
+    keys = differing_keys(read_toml(path), config, defaults)
     if keys:
         shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
         raise RLEngineError(f"{root_dir!r} holds a run with another config (differs in {shown}): resume it "
@@ -178,14 +137,9 @@ def check_resumable(root_dir: str, config: dict, force: bool = False) -> None:
 
 
 def _restore_environment(env: Any, state: bytes) -> bool:
-    """Put ``env`` back in its saved ``state``; False when there is none or the env cannot."""
-    if not state:
-        return False
-    try:
-        env.restore_state(state)
-    except NotImplementedError:
-        return False
-    return True
+    """Put ``env`` back in its saved ``state``; False when there is none, this user did not sign it
+    (never unpickled, see :mod:`rlengine.collect.env_state`), or the env cannot."""
+    return env_state.restore_state(env, state)
 
 
 BLOBS = ("global_random", "pipeline", "episode_stats", "eval_environment", "config")
@@ -220,21 +174,13 @@ class RunCheckpoints:
         self.blobs["global_random"].assign(_global_random_state())
         self.blobs["pipeline"].assign(parts.pipeline.save_state())  # b"": its episodes restart on resume
         self.blobs["episode_stats"].assign(_arrays_to_bytes([self.stats.returns, self.stats.lengths]))
-        self.blobs["eval_environment"].assign(_environment_state(parts.eval_env))  # idle between evaluations
+        self.blobs["eval_environment"].assign(  # idle between evaluations
+            _environment_state(parts.eval_env, run.config.train.max_env_state_bytes))
         self.blobs["config"].assign(json.dumps(run.config.to_dict(), sort_keys=True))
         self.checkpoint.write(prefix)
-        files = {}
-        for name in os.listdir(self.directory):
-            if name.startswith(f"ckpt-{number}.") and not name.endswith(MARKER):
-                _fsync(os.path.join(self.directory, name))
-                files[name] = os.path.getsize(os.path.join(self.directory, name))
-        marker = {"iteration": number, "env_steps": run.env_steps, "time": time.time(), "files": files}
-        write_atomically(os.path.join(self.directory, f"ckpt-{number}{MARKER}"), json.dumps(marker))
+        mark_complete(self.directory, number, iteration=number, env_steps=run.env_steps, time=time.time())
         self._prune(number)
-        # TensorFlow's own index (tf.train.latest_checkpoint), for tools; the markers are what counts here
-        kept = [os.path.basename(p) for _, p, _ in reversed(complete_checkpoints(self.directory))]
-        write_atomically(os.path.join(self.directory, "checkpoint"), f'model_checkpoint_path: "ckpt-{number}"\n'
-                          + "".join(f'all_model_checkpoint_paths: "{name}"\n' for name in kept))
+        write_tf_index(self.directory)
         return prefix
 
     def _prune(self, newest: int) -> None:
@@ -242,7 +188,7 @@ class RunCheckpoints:
         kept = {n for n, _, _ in complete_checkpoints(self.directory)[:self.keep]}
         names = sorted(os.listdir(self.directory), key=lambda name: not name.endswith(MARKER))  # markers first
         for name in names:
-            match = _NAME.match(name)
+            match = FILE_NAME.match(name)
             stale = match and int(match.group(1)) < newest and int(match.group(1)) not in kept
             if stale or name.startswith("checkpoint.tmp-"):  # the latter: TF's index, torn mid-write
                 _remove(os.path.join(self.directory, name))
@@ -255,32 +201,24 @@ class RunCheckpoints:
         continue, the running episode statistics.
         """
         run, parts = self.run, self.components
-        found = complete_checkpoints(self.directory)
-        if not found:  # from scratch; rows a run killed before its first checkpoint wrote are void
+        restored = restore_newest(self.directory, self._restore, set_damaged_aside=True)
+        if restored is None:  # from scratch; rows a run killed before its first checkpoint wrote are void
             for writer in parts.writers:
                 writer.resume_from(0)
             parts.pipeline.start()
             return
-        self._restore_newest_loadable(found)
         run.iteration, run.env_steps = int(self.iteration.numpy()), int(self.env_steps.numpy())
         _restore_global_random_state(self.blobs["global_random"].numpy())
-        _restore_environment(parts.eval_env, self.blobs["eval_environment"].numpy())
         for writer in parts.writers:
             writer.resume_from(run.env_steps)
-        if parts.pipeline.resume(self.blobs["pipeline"].numpy()):  # the episodes in progress go on
+        with env_state.reading_from(restored):  # a warning about untrusted env state names this checkpoint
+            _restore_environment(parts.eval_env, self.blobs["eval_environment"].numpy())
+            continued = parts.pipeline.resume(self.blobs["pipeline"].numpy())
+        if continued:  # the episodes in progress go on
             self.stats.returns, self.stats.lengths = _bytes_to_arrays(self.blobs["episode_stats"].numpy())
 
-    def _restore_newest_loadable(self, found: list) -> None:
-        errors = []
-        for _, prefix, _ in found:
-            try:
-                self.checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
-                return
-            except (tf.errors.OpError, AssertionError, ValueError) as exc:
-                errors.append(f"{os.path.basename(prefix)}: {telling_line(str(exc)) or repr(exc)}")
-        raise CheckpointError(
-            f"no checkpoint in {self.directory!r} fits this run ({errors[0]}); it was written by a run with "
-            "another algorithm or network shape: train into a new --root-dir")
+    def _restore(self, prefix: str) -> None:
+        self.checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
 
 
 def checkpointed_objects(components: Any, with_replay: bool = True) -> dict:

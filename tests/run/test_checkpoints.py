@@ -60,6 +60,7 @@ def test_pruning_never_removes_the_only_complete_checkpoint(tmp_path):
 def test_leftovers_of_a_killed_save_are_removed_by_the_next_one(tmp_path):
     directory = tmp_path / "checkpoints"
     directory.mkdir()
+    (tmp_path / ".rlengine-run").write_text("{}")  # the killed run had started: its run dir is marked
     (directory / "ckpt-1.index").write_bytes(b"torn")  # a save killed before its marker
     _engine(tmp_path, checkpoint_interval=2).train()
     assert "ckpt-1.index" not in _checkpoint_names(tmp_path)
@@ -203,3 +204,14 @@ def test_gym_sync_state_restores_episodes_in_progress_and_their_random_streams()
     with GymEnvironment("CartPole-v1", 2, seed=0, config={"vectorization": "async"}) as env:
         with pytest.raises(NotImplementedError, match="sync"):
             env.state()
+
+
+def test_a_run_dir_written_before_a_key_existed_resumes_when_the_key_keeps_its_default():
+    from rlengine.run.checkpoints import differing_keys
+
+    old = {"train": {"driver": "sync", "seed": 1}}  # an older version: no `pipeline`, no `new_key` yet
+    new = {"train": {"pipeline": "sync", "seed": 1, "new_key": 5}}
+
+    assert differing_keys(old, new, {"train.new_key": 5, "train.pipeline": "sync"}) == []
+    assert differing_keys(old, {"train": {**new["train"], "new_key": 6}}, {"train.new_key": 5}) == ["train.new_key"]
+    assert differing_keys(old, {"train": {**new["train"], "pipeline": "async"}}, {"train.new_key": 5}) == ["train.pipeline"]

@@ -1,0 +1,135 @@
+"""Restoring the newest loadable checkpoint of a run, falling back past damaged ones.
+
+Shared by resume (:class:`rlengine.run.checkpoints.RunCheckpoints`) and the
+commands that read a run directory (``eval``, ``play``, ``export`` through
+:meth:`rlengine.Engine.restored`). A checkpoint is *damaged* when its files
+do not match its marker (:func:`rlengine.run.checkpoint_files.damage`) or
+TensorFlow reports lost data while restoring it; it is skipped with one
+warning line. Resume also sets it aside, so that iteration is saved again;
+the read-only commands leave the directory as it is (a training process
+may be pruning it at that moment). A checkpoint that is intact but does
+not fit the run (another algorithm or network shape) is a different error,
+raised at once: an older checkpoint of the same run would not fit either.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+from rlengine.errors import RLEngineError, telling_line
+from rlengine.run.checkpoint_files import MARKER, damage, marked_checkpoints, set_aside
+
+_SHOWN = 240  # characters of TensorFlow's message kept in a one-line error
+
+
+class CheckpointError(RLEngineError):
+    """No checkpoint of a run directory can be restored into this run."""
+
+
+class CheckpointMismatchError(CheckpointError):
+    """An intact checkpoint was written by a run with another algorithm or network shape."""
+
+
+class CheckpointsDamagedError(CheckpointError):
+    """Every checkpoint of a run directory is damaged."""
+
+
+def restore_newest(directory: str, restore: Callable[[str], object], *, set_damaged_aside: bool) -> Optional[str]:
+    """``restore(prefix)`` the newest checkpoint that is sound and loads; its prefix, or None if none is marked.
+
+    ``set_damaged_aside``: move the damaged checkpoints newer than the one
+    restored out of the way (resume); otherwise only warn (read-only commands).
+    Raises :class:`CheckpointMismatchError` or :class:`CheckpointsDamagedError`.
+    """
+    damaged: list[tuple[int, str, str]] = []  # (number, prefix, what is wrong), newest first
+    for number, prefix, marker in marked_checkpoints(directory):
+        wrong = damage(directory, number, marker) or _restore_damage(prefix, restore)
+        if not wrong:
+            _report(damaged, prefix, set_damaged_aside)
+            return prefix
+        if set_damaged_aside or os.path.exists(prefix + MARKER):  # else pruned by a training run meanwhile
+            damaged.append((number, prefix, wrong))
+    if damaged:
+        found = "; ".join(f"{os.path.basename(prefix)}: {wrong}" for _, prefix, wrong in damaged[:3])
+        found += f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
+        raise CheckpointsDamagedError(
+            f"every checkpoint in {directory!r} is damaged ({found}); nothing was changed: restore them from "
+            "a backup, or train into a new --root-dir")
+    return None
+
+
+def _restore_damage(prefix: str, restore: Callable[[str], object]) -> str:
+    """Restore ``prefix``; "" when it worked, what TensorFlow could not read when it lost data.
+
+    Any other failure means the checkpoint does not fit this run.
+    """
+    try:
+        restore(prefix)
+    except (tf.errors.OpError, AssertionError, ValueError) as exc:
+        line = _tensorflow_line(exc)
+        if _lost_data(exc, line):
+            return f"unreadable: {_shortened(line)}"
+        raise CheckpointMismatchError(
+            f"checkpoint {prefix} was written by a run with another algorithm or network shape (first "
+            f"difference: {_first_difference(exc)}): use the config it was trained with, or train into a "
+            "new --root-dir") from None
+    return ""
+
+
+def _lost_data(error: BaseException, line: str) -> bool:
+    """Whether TensorFlow failed to read the files rather than to fit them to this run's objects.
+
+    A tensor's bytes are checked by TensorFlow's own CRC (DataLossError);
+    a damaged index is a plain OpError that says it "is corrupt"; a file
+    gone meanwhile (pruned by a training run) is NotFoundError.
+    """
+    if isinstance(error, (tf.errors.DataLossError, tf.errors.NotFoundError)):
+        return True
+    return isinstance(error, tf.errors.OpError) and any(
+        word in line.lower() for word in ("corrupt", "checksum", "truncated", "unable to read file"))
+
+
+def _tensorflow_line(error: BaseException) -> str:
+    """The telling line of a TensorFlow error without its ``{{function_node ...}}`` and ``[Op:...]`` wrapping."""
+    line = telling_line(str(error)) or type(error).__name__
+    return re.sub(r"^\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]$", "", line)
+
+
+def _first_difference(error: BaseException) -> str:
+    line = _tensorflow_line(error)
+    unmatched = re.search(r"Found (\d+) Python objects .*?: \[(<[^<]*?)(?:, numpy=.*?)?>", line)
+    if isinstance(error, AssertionError) and unmatched:  # TF lists every unmatched object: name the first
+        count, first = int(unmatched.group(1)), unmatched.group(2)
+        more = f" (and {count - 1} more objects)" if count > 1 else ""
+        line = f"this run's {first}>{more} is not in the checkpoint"
+    return _shortened(line)
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
+
+
+def _report(damaged: list, restored: str, set_damaged_aside: bool) -> None:
+    """One warning line per damaged checkpoint skipped on the way to ``restored``."""
+    for number, prefix, wrong in damaged:
+        if set_damaged_aside:
+            done = f"set aside as {_set_aside(prefix, number, wrong)}; resuming from"
+        else:
+            done = "left in place (the next 'rlengine train' of this run sets it aside); using"
+        print(f"rlengine: warning: checkpoint {prefix} is damaged ({wrong}); {done} "
+              f"{os.path.basename(restored)}", file=sys.stderr)
+
+
+def _set_aside(prefix: str, number: int, wrong: str) -> str:
+    """Move the damaged checkpoint away, or stop: left in place, it would keep its iteration from being saved."""
+    try:
+        return set_aside(os.path.dirname(prefix), number)
+    except OSError as exc:
+        raise CheckpointError(f"checkpoint {prefix} is damaged ({wrong}) and cannot be set aside "
+                              f"({exc.strerror or exc}): move its files out of {os.path.dirname(prefix)}, "
+                              "then resume") from None

@@ -10,6 +10,10 @@ The trainer writes a flat dict of scalars per summary::
 
 Keys are namespaced (``train/``, ``eval/``, ``loss/``, ``time/``, ...);
 ``iteration``, ``env_steps`` and ``wall_time`` are always present.
+
+Writers are built before the run is known to start (its checkpoint may not
+fit, a plugin may refuse it): create files at the first ``write()`` (or in
+``resume_from()``), never in ``__init__``.
 """
 
 from __future__ import annotations

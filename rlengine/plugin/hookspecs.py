@@ -130,7 +130,8 @@ def rlengine_train_start(run: "Run") -> None:
     """Called once when training starts, after specs are prepared.
 
     ``run`` gives the config, the algorithm, the environments, the prepared
-    specs and the root dir. The return value is ignored.
+    specs and the root dir. Nothing of the run is written yet: raise to
+    refuse it and the root dir is left as it was. The return value is ignored.
     """
 
 

@@ -27,7 +27,10 @@ from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_co
 from rlengine.errors import RLEngineError
 from rlengine.plugin.manager import Plugins, build_plugins
 from rlengine.run.build import Components, build_components, check_names, config_classes
-from rlengine.run.checkpoints import check_resumable, checkpoint_dir, newest_checkpoint, write_atomically
+from rlengine.run.checkpoint_files import marked_checkpoints
+from rlengine.run.checkpoints import check_resumable, checkpoint_dir, newest_checkpoint
+from rlengine.run.restoring import restore_newest
+from rlengine.run.rundir import RunDirectory, claimed
 from rlengine.run.signals import stop_on_signals
 from rlengine.run.trainer import Trainer, TrainResult
 
@@ -43,7 +46,9 @@ class Engine:
 
     Training into a root dir that holds checkpoints resumes from the newest
     complete one (docs/resume.md); a root dir whose ``config.toml`` differs
-    from this config is refused unless ``force=True``.
+    from this config is refused unless ``force=True``, and so is one another
+    process is training into, or one holding files rlengine did not write
+    (:mod:`rlengine.run.rundir`).
     """
 
     def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
@@ -63,7 +68,8 @@ class Engine:
         self.plugins = plugins or build_plugins(disabled=disabled_plugins, extra_plugins=extra_plugins)
         self.plugins.raise_failures()
         config_obj = build_config(raw, config_classes(self.plugins))
-        self.config: RunConfig = self.plugins.call_chained("rlengine_configure", "config", config_obj)
+        self.config: RunConfig = self.plugins.call_chained("rlengine_configure", "config", config_obj,
+                                                           expect=RunConfig)
         check_names(self.config, self.plugins)
 
     @classmethod
@@ -83,7 +89,14 @@ class Engine:
     def _train(self) -> TrainResult:
         start = time.perf_counter()
         cfg = self.config.train
-        root_dir = self._prepare_root_dir()
+        root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
+        with claimed(root_dir) as run_dir:  # one writer; a start refused inside leaves the dir as it was
+            check_resumable(root_dir, self.config.to_dict(), self.force, default_values(self.config))
+            return self._train_claimed(run_dir, start)
+
+    def _train_claimed(self, run_dir: RunDirectory, start: float) -> TrainResult:
+        """Build and train into a claimed root dir; its files are written once the checkpoint is restored."""
+        cfg, root_dir = self.config.train, run_dir.root_dir
         seed_everything(cfg.seed)
         if cfg.deterministic:  # process-wide and cannot be undone; resume is exact with it (docs/resume.md)
             tf.config.experimental.enable_op_determinism()
@@ -93,9 +106,13 @@ class Engine:
                   internals=components)
         hook = self.plugins.hook
         error: Optional[BaseException] = None
+
+        def started() -> None:  # the build and the checkpoint fit: now the run is known to start
+            run_dir.mark_started(tomli_w.dumps(self.config.to_dict()))
+
         try:
             hook.rlengine_train_start(run=run)
-            return Trainer(run, components, self.plugins, start).train()
+            return Trainer(run, components, self.plugins, start, on_started=started).train()
         except BaseException as exc:
             error = exc
             raise
@@ -128,29 +145,27 @@ class Engine:
         environments are closed on exit.
         """
         cfg = self.config.train
-        latest = newest_checkpoint(cfg.root_dir) if cfg.root_dir else None
-        if latest is None:
-            if not cfg.root_dir:
-                raise RLEngineError("no run directory to restore from: set train.root_dir to one that "
-                                    "'rlengine train' wrote")
-            raise RLEngineError(f"no checkpoint in {checkpoint_dir(cfg.root_dir)!r} yet: train first (rlengine train "
+        if not cfg.root_dir:
+            raise RLEngineError("no run directory to restore from: set train.root_dir to one that "
+                                "'rlengine train' wrote")
+        directory = checkpoint_dir(cfg.root_dir)
+        if not marked_checkpoints(directory):  # before building anything
+            raise RLEngineError(f"no checkpoint in {directory!r} yet: train first (rlengine train "
                                 f"--root-dir {cfg.root_dir}), or wait for the run's first checkpoint")
         seed_everything(cfg.seed)
         components = build_components(self.config, self.plugins, cfg.root_dir, writers=False)
         try:
-            tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain) \
-                .restore(latest).expect_partial()
+            saved = tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain)
+            # damaged checkpoints are skipped with a warning, and left in place: a training run may own them
+            self._restored_checkpoint = restore_newest(
+                directory, lambda prefix: saved.restore(prefix).expect_partial(), set_damaged_aside=False)
+            if self._restored_checkpoint is None:  # every marker vanished meanwhile: pruned by a running train
+                raise RLEngineError(f"no checkpoint in {directory!r} is left to restore (a training run pruned "
+                                    "them meanwhile): run the command again")
             yield components
         finally:
+            self._restored_checkpoint = None
             components.close()
-
-    def _prepare_root_dir(self) -> str:
-        cfg = self.config.train
-        root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
-        check_resumable(root_dir, self.config.to_dict(), self.force)  # before config.toml is replaced
-        os.makedirs(root_dir, exist_ok=True)
-        write_atomically(os.path.join(root_dir, "config.toml"), tomli_w.dumps(self.config.to_dict()))
-        return root_dir
 
     # -- for commands on run directories -------------------------------------------------
     # ``rlengine-tools`` (eval, play, export, plot) may use only the public API, and these
@@ -168,8 +183,12 @@ class Engine:
         return environment_class(self.config, self.plugins)
 
     def newest_checkpoint(self) -> Optional[str]:
-        """Path prefix of the newest complete checkpoint in ``train.root_dir`` (what :meth:`restored`
-        restores), or None when there is none or no root dir is set."""
+        """Path prefix of the newest checkpoint in ``train.root_dir`` whose files match their marker
+        (what :meth:`restored` restores; inside its ``with`` block, the one it did restore), or None when
+        there is none or no root dir is set."""
+        restored = getattr(self, "_restored_checkpoint", None)
+        if restored is not None:
+            return restored
         root_dir = self.config.train.root_dir
         return newest_checkpoint(root_dir) if root_dir else None
 
@@ -188,3 +207,13 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed)
     tf.random.set_seed(seed)
     run_random.reset(seed)
+
+
+def default_values(config: RunConfig) -> dict:
+    """``section.key`` -> the default of every key of ``config``'s sections (for comparing run dirs)."""
+    sections = {"train": type(config.train), **{name: type(cfg) for name, cfg in config.sections.items()}}
+    return {f"{name}.{key}": value for name, cls in sections.items() for key, value in _defaults_of(cls).items()}
+
+
+def _defaults_of(cls: type) -> dict:
+    return {k: v for k, v in attrs.asdict(cls(), recurse=False).items() if v is not None}

@@ -1,7 +1,9 @@
 """The ``jsonl`` writer: one JSON object per summary row in ``<root_dir>/metrics.jsonl``.
 
-The file is opened for appending, so a resumed run continues it (after
-dropping the rows a killed run wrote past the checkpoint it resumes from). Each row
+The file is created (or opened for appending) at the first row, never
+before: a run that is refused before it starts leaves no file behind. A
+resumed run continues it, after dropping the rows a killed run wrote past the
+checkpoint it resumes from. Each row
 is written as one complete line and flushed at once, so a crash leaves at
 most whole rows behind; rows are easy to load with ``pandas.read_json(path,
 lines=True)`` or a ``json.loads`` per line.
@@ -70,46 +72,62 @@ class JsonlWriter(SummaryWriter):
     def __init__(self, root_dir: str, config: JsonlConfig, total_env_steps: int = 0):
         super().__init__(root_dir, config, total_env_steps)
         self.path = os.path.join(root_dir, config.filename)
+        self._file: Optional[Any] = None  # opened by the first row
+        self._closed = False
+
+    def _open(self) -> Any:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         needs_newline = os.path.exists(self.path) and not _ends_with_newline(self.path)
         # Line buffering plus an explicit flush per row: every row reaches
         # the OS as soon as it is written.
-        self._file: Optional[Any] = open(self.path, "a", buffering=1, encoding="utf-8", newline="\n")
+        self._file = open(self.path, "a", buffering=1, encoding="utf-8", newline="\n")
         if needs_newline:
             # A previous process died mid-row (e.g. power loss); start a fresh
             # line so the torn row does not swallow the next one.
             self._file.write("\n")
+        return self._file
 
     def write(self, metrics: Mapping[str, Any]) -> None:
-        if self._file is None:
+        if self._closed:
             raise ValueError(f"write() on a closed jsonl writer ({self.path})")
+        file = self._file or self._open()
         # Index keys first, so the file reads well with head/less.
         row = {k: _json_value(metrics[k]) for k in INDEX_KEYS if k in metrics}
         row.update((k, _json_value(v)) for k, v in metrics.items() if k not in row)
         # One write call per complete line, never partial JSON.
-        self._file.write(json.dumps(row, allow_nan=False) + "\n")
-        self._file.flush()
+        file.write(json.dumps(row, allow_nan=False) + "\n")
+        file.flush()
 
     def resume_from(self, env_steps: int) -> None:
-        """Drop the rows past ``env_steps`` (and any torn row) that a killed run left behind."""
-        if self._file is None:
+        """Drop the rows past ``env_steps`` (and any torn row) that a killed run left behind.
+
+        A file that holds none of them is left as it is, and a missing one is not created.
+        """
+        if self._closed:
             raise ValueError(f"resume_from() on a closed jsonl writer ({self.path})")
-        self._file.close()
-        with open(self.path, encoding="utf-8") as f:
-            kept = [line.rstrip("\n") + "\n" for line in f if _row_at_or_before(line, env_steps)]
+        if self._file is not None:  # rows written already: reopen after rewriting
+            self._file.close()
+            self._file = None
+        if not os.path.exists(self.path):
+            return
+        with open(self.path, encoding="utf-8", newline="\n") as f:
+            old = f.read()
+        kept = "".join(line + "\n" for line in old.split("\n") if _row_at_or_before(line, env_steps))
+        if kept == old:
+            return
         tmp = f"{self.path}.tmp-{os.getpid()}"
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:  # replaced whole, so a kill keeps either file
-            f.writelines(kept)
+            f.write(kept)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
-        self._file = open(self.path, "a", buffering=1, encoding="utf-8", newline="\n")
 
     def flush(self) -> None:
         if self._file is not None:
             self._file.flush()
 
     def close(self) -> None:
+        self._closed = True
         if self._file is not None:
             self._file.close()
             self._file = None

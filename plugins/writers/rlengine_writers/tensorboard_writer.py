@@ -4,7 +4,8 @@ Events go to ``<root_dir>/tensorboard``, one tag per key (``train/...``,
 ``loss/...``, ``eval/...``; TensorBoard groups them by prefix), at step
 ``env_steps`` so runs with different batch sizes line up. ``iteration``,
 ``env_steps`` and ``wall_time`` index the rows and are not written; the
-event files keep their own wall time.
+event files keep their own wall time. The event file is created at the
+first row, never before: a run refused before it starts leaves none behind.
 """
 
 from __future__ import annotations
@@ -37,15 +38,18 @@ class TensorBoardWriter(SummaryWriter):
     def __init__(self, root_dir: str, config: TensorBoardConfig, total_env_steps: int = 0):
         super().__init__(root_dir, config, total_env_steps)
         self.logdir = os.path.join(root_dir, "tensorboard")
-        self._writer: Optional[Any] = tf.summary.create_file_writer(
-            self.logdir, flush_millis=config.flush_secs * 1000
-        )
+        self._writer: Optional[Any] = None  # created by the first row
+        self._closed = False
+
+    def _open(self) -> Any:
+        self._writer = tf.summary.create_file_writer(self.logdir, flush_millis=self.config.flush_secs * 1000)
+        return self._writer
 
     def write(self, metrics: Mapping[str, Any]) -> None:
-        if self._writer is None:
+        if self._closed:
             raise ValueError(f"write() on a closed tensorboard writer ({self.logdir})")
         step = int(to_number(metrics["env_steps"]))
-        with self._writer.as_default():
+        with (self._writer or self._open()).as_default():
             for key, value in metrics.items():
                 number = None if key in INDEX_KEYS else to_number(value)
                 # Strings and non-scalars have no scalar plot; skip them.
@@ -57,6 +61,7 @@ class TensorBoardWriter(SummaryWriter):
             self._writer.flush()
 
     def close(self) -> None:
+        self._closed = True
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -90,3 +90,23 @@ def test_config(tmp_path):
     for bad in ["", "/tmp/x.jsonl", "../x.jsonl", 3]:
         with pytest.raises((TypeError, ValueError)):
             JsonlConfig(filename=bad)
+
+
+def test_nothing_is_created_before_the_first_row(tmp_path):
+    # A run refused after the writers were built (e.g. its checkpoint does not fit) leaves no file.
+    writer = JsonlWriter(str(tmp_path / "run"), JsonlConfig(filename="logs/m.jsonl"))
+    writer.resume_from(0)
+    writer.close()
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match="closed"):
+        writer.write(_row(1))
+
+
+def test_resume_leaves_a_file_with_nothing_to_drop_as_it_is(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(_row(i)) + "\n" for i in (1, 2)))
+    inode = path.stat().st_ino
+    writer = JsonlWriter(str(tmp_path), JsonlConfig())
+    writer.resume_from(512)
+    writer.close()
+    assert path.stat().st_ino == inode and [r["iteration"] for r in _rows(path)] == [1, 2]

@@ -57,3 +57,14 @@ def test_config_validation():
     for bad in [0, -1, 1.5, "10"]:
         with pytest.raises((TypeError, ValueError)):
             TensorBoardConfig(flush_secs=bad)
+
+
+def test_no_event_file_before_the_first_row(tmp_path):
+    # A run refused after the writers were built (e.g. its checkpoint does not fit) leaves no file.
+    writer = TensorBoardWriter(str(tmp_path), TensorBoardConfig())
+    writer.resume_from(0)
+    writer.flush()
+    writer.close()
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ValueError, match="closed"):
+        writer.write({"iteration": 1, "env_steps": 8, "wall_time": 0.0})

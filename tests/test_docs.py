@@ -330,13 +330,13 @@ def test_off_policy_example_trains_from_prioritized_replay_one_update_per_env_st
             Updates.count = int(run.algorithm.num_updates.numpy())
 
     raw = {"train": dict(algorithm="qlearn", env="linewalk", num_envs=4, unroll_length=8, num_env_steps=1024,
-                         eval_interval=8, num_eval_episodes=4, seed=1, writers=["csv"], root_dir=str(tmp_path)),
+                         eval_interval=8, num_eval_episodes=4, seed=1, writers=["csv"], root_dir=str(tmp_path / "run")),
            "qlearn": {"prioritized_replay": True}}  # num_updates_per_iteration = 0, initial_collect_steps = 64
     result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin), ("updates", Updates())]).train()
 
     assert result.iterations == 32  # 32 env steps each
     assert Updates.count == (32 - 2) * 32  # two warm-up iterations, then one update per env step collected
-    rows = _metrics_csv(tmp_path)
+    rows = _metrics_csv(tmp_path / "run")
     assert len(rows) == 32 + 4  # a row per iteration and per evaluation
     assert result.eval_return == 1.0
 
@@ -449,7 +449,7 @@ def test_the_example_package_test_passes(my_package, tmp_path):
     spec = importlib.util.spec_from_file_location("test_my_plugin", my_package / "tests" / "test_my_plugin.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.test_vpg_trains_on_the_counting_env(tmp_path)
+    module.test_vpg_trains_on_the_counting_env(tmp_path / "run")  # tmp_path holds the package: not a run dir
 
 
 @pytest.mark.first_party

@@ -40,11 +40,17 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-import numpy as np
 import tensorflow as tf
 
 from rlengine.api import Environment
 from rlengine.api.data import TimeStep
+from rlengine.collect import stopping
+from rlengine.collect.env_checks import (  # noqa: F401  (EnvironmentOutputMismatch is re-exported)
+    EnvironmentFault,
+    EnvironmentOutputMismatch,
+    NonFiniteObservation,
+    TimeStepCheck,
+)
 from rlengine.errors import RLEngineError, telling_line
 
 #: Seed added per restart: the new copies do not replay the episodes of the old ones,
@@ -54,27 +60,8 @@ RESTART_SEED_STRIDE = 104_729
 CLOSE_WAIT_SECONDS = 5.0
 
 
-class EnvironmentFault(RLEngineError):
-    """An environment failed beyond what restarts may repair."""
-
-
 class EnvironmentTimeout(EnvironmentFault):
     """An environment did not answer ``step`` or ``reset`` in time."""
-
-
-class NonFiniteObservation(EnvironmentFault):
-    """An environment returned NaN or infinity."""
-
-
-def _leaf_paths(nest: Any, prefix: str) -> list[str]:
-    """Names of the leaves of ``nest`` in ``tf.nest.flatten`` order (dict keys sorted)."""
-    if isinstance(nest, dict):
-        return [p for k in sorted(nest) for p in _leaf_paths(nest[k], f"{prefix}[{k!r}]")]
-    if isinstance(nest, tuple) and hasattr(nest, "_fields"):
-        return [p for k, v in zip(nest._fields, nest) for p in _leaf_paths(v, f"{prefix}.{k}")]
-    if isinstance(nest, (list, tuple)):
-        return [p for i, v in enumerate(nest) for p in _leaf_paths(v, f"{prefix}[{i}]")]
-    return [prefix]
 
 
 class GuardedEnvironment(Environment):
@@ -88,6 +75,8 @@ class GuardedEnvironment(Environment):
     itself sets ``handles_step_timeout = True`` and reads ``step_timeout``
     (raising ``TimeoutError``); then no watcher is needed.
     """
+
+    checks_outputs = True  # every time step is checked against the spec (EnvCaller need not)
 
     def __init__(self, factory: Callable[[int], Environment], name: str, seed: int, *,
                  max_restarts: int = 10, step_timeout: float = 60.0, check_finite: bool = True,
@@ -103,12 +92,11 @@ class GuardedEnvironment(Environment):
         self.failure: Optional[EnvironmentFault] = None
         self.busy_since: Optional[float] = None
         self._busy_with = ""  # "step" or "reset": what busy_since times
-        inner = self._make(seed)
+        self._answered = False  # whether any call ever returned a good time step (else a fault is not transient)
+        inner = self._make_first(seed)
         super().__init__(inner.env_id, inner.num_envs, seed, inner.first_env_id, inner.config)
         self._spec = inner.time_step_spec()
-        self._fields = ["reward", *_leaf_paths(self._spec.observation, "observation")]
-        self._floats = [i for i, s in enumerate([self._spec.reward, *tf.nest.flatten(self._spec.observation)])
-                        if s.dtype.is_floating]
+        self._check = TimeStepCheck(self._spec, self.num_envs, name, self.copies, self.first_env_id)
 
     # -- the Environment interface ---------------------------------------------------------------
     def time_step_spec(self) -> TimeStep:
@@ -127,6 +115,8 @@ class GuardedEnvironment(Environment):
         return self._env.render()
 
     def state(self) -> bytes:
+        if self.failure is not None or self.busy_since is not None:  # broken, hung or busy: it cannot say where
+            raise NotImplementedError  # it stands, so a checkpoint holds none and its episodes restart on resume
         return self._env.state()
 
     def restore_state(self, state: bytes) -> None:
@@ -168,10 +158,23 @@ class GuardedEnvironment(Environment):
         if self.failure is None and started is not None and self.step_timeout > 0:
             if time.perf_counter() - started > self.step_timeout:
                 self._fail(self._timeout_error(f"{self._busy_with}()"))
+            elif stopping.holds_up_stop(started):  # the run was asked to stop: wait for this call no longer
+                self._fail(EnvironmentTimeout(f"{self.name} ({self.copies}) was still in {self._busy_with}() "
+                                              f"{stopping.GRACE_SECONDS:g} s after the run was asked to stop"))
         if self.failure is not None:
             raise self.failure
 
     # -- internals --------------------------------------------------------------------------------
+    def _make_first(self, seed: int) -> Environment:
+        """The first environment; one that cannot be made is not retried (nothing transient about it)."""
+        try:
+            return self._make(seed)
+        except RLEngineError:
+            raise
+        except Exception as exc:
+            raise EnvironmentFault(f"{self.name} could not be made: {type(exc).__name__}: {telling_line(str(exc))}; "
+                                   "fix the environment or its config section; --debug shows the traceback") from exc
+
     def _make(self, seed: int) -> Environment:
         env: Any = self._factory(seed)
         if getattr(env, "handles_step_timeout", False):
@@ -185,21 +188,35 @@ class GuardedEnvironment(Environment):
         self._busy_with, self.busy_since = what, time.perf_counter()
         try:
             time_step = call(*args)
-        except TimeoutError:
-            self._fail(self._timeout_error(f"{what}()"))
-        except Exception as exc:  # any crash of the environment: recreate it
-            time_step = self._restart(what, exc)
+        except TimeoutError as exc:
+            self._fail(self._timeout_error(f"{what}()"), exc)
+        except Exception as exc:
+            if not self._answered:  # it never worked: a restart runs the same failing code again
+                self._fail(self._never_worked_error(what, exc), exc)
+            time_step = self._restart(what, exc)  # a crash of an environment that worked: recreate it
         finally:
             self.busy_since = None
-        if self.check_finite:
-            self._check_finite(time_step, what)
+        if self.failure is not None:  # it answered after it was given up (timed out, abandoned): too late
+            raise self.failure
+        self._check_output(time_step, what)
+        self._answered = True
         return time_step
+
+    def _check_output(self, time_step: TimeStep, what: str) -> None:
+        """Wrong arrays and non-finite values stop the run: the same code would return them again."""
+        try:
+            self._check.check_spec(time_step, what)
+            if self.check_finite:
+                self._check.check_finite(time_step, what)
+        except EnvironmentFault as error:
+            self.failure = error
+            raise
 
     def _restart(self, what: str, error: Exception) -> TimeStep:
         """Recreate and reset the environment until it works or the restarts run out."""
         while True:
             if self.restarts >= self.max_restarts:
-                self._fail(self._exhausted_error(what, error))
+                self._fail(self._exhausted_error(what, error), error)
             self._close_broken()
             self.restarts += 1
             self._busy_with, self.busy_since = "reset", time.perf_counter()  # each attempt gets the whole timeout
@@ -219,9 +236,17 @@ class GuardedEnvironment(Environment):
         except Exception:  # a crashed environment may fail to close; its replacement matters more
             pass
 
-    def _fail(self, error: EnvironmentFault) -> None:
+    def _fail(self, error: EnvironmentFault, cause: Optional[BaseException] = None) -> None:
+        """Record and raise ``error``; ``cause`` is the environment's own exception (the traceback
+        ``--debug`` shows), given explicitly so the error does not read as a second failure."""
         self.failure = error
-        raise error
+        raise error from cause
+
+    def _never_worked_error(self, what: str, error: Exception) -> EnvironmentFault:
+        return EnvironmentFault(
+            f"{self.name} ({self.copies}): its first {what}() raised {type(error).__name__}: "
+            f"{telling_line(str(error))}; it is not restarted, since an environment that never worked fails "
+            "the same way after a restart; fix the environment (--debug shows the traceback)")
 
     def _exhausted_error(self, what: str, error: Exception) -> EnvironmentFault:
         raised = f"{what}() raised {type(error).__name__}: {telling_line(str(error))}"
@@ -236,21 +261,6 @@ class GuardedEnvironment(Environment):
             f"{self.name} ({self.copies}) did not answer {what} within {self.step_timeout:g} s "
             "(train.env_step_timeout); it is stopped, not restarted, since a hung environment may hold "
             "resources; fix the environment or raise train.env_step_timeout (0 disables)")
-
-    def _check_finite(self, time_step: TimeStep, what: str) -> None:
-        """One vectorised check per float leaf; the slow search runs only when one fails."""
-        observation = time_step.observation
-        leaves = [time_step.reward, observation] if isinstance(observation, np.ndarray) else \
-            [time_step.reward, *tf.nest.flatten(observation)]
-        for i in self._floats:
-            leaf = np.asarray(leaves[i])
-            if not np.isfinite(leaf).all():
-                bad = [int(j) for j in np.argwhere(~np.isfinite(leaf))[0]]
-                copy, element = bad[0], "".join(f"[{j}]" for j in bad[1:])
-                self._fail(NonFiniteObservation(
-                    f"{self.name} returned a non-finite {self._fields[i]}{element} = {leaf[tuple(bad)]} "
-                    f"for copy {copy} (env_id {self.first_env_id + copy}) in {what}(); fix the environment, "
-                    "or clip or replace non-finite values before they reach the agent"))
 
 
 class _Worker:
@@ -310,8 +320,9 @@ class FaultWatch:
                 return fn(*args)
             return self._watched(fn, *args)
         except tf.errors.OpError:
-            if self.env is not None and self.env.failure is not None:
-                raise self.env.failure from None
+            failure = self.env.failure if self.env is not None else None
+            if failure is not None:  # the environment's own one-line error, keeping its cause for --debug
+                raise failure from failure.__cause__
             raise
 
     def _watched(self, fn: Callable, *args: Any) -> Any:

@@ -13,6 +13,8 @@ import attrs
 
 _positive = attrs.validators.gt(0)
 _non_negative = attrs.validators.ge(0)
+#: NumPy's global seed takes 0 .. 2**32 - 1; a bigger train.seed is refused here, not by NumPy mid-start-up
+_seed_range = attrs.validators.and_(_non_negative, attrs.validators.le(2**32 - 1))
 
 
 @attrs.define(kw_only=True)
@@ -26,7 +28,7 @@ class TrainConfig:
     num_env_steps: int = attrs.field(default=200_000, validator=_positive)  # budget (all copies)
     unroll_length: int = attrs.field(default=32, validator=_positive)  # steps per copy per iteration
     #: seeds Python, NumPy, TensorFlow and the run's generator; training env copy i gets seed + i
-    seed: int = attrs.field(default=0, validator=_non_negative)
+    seed: int = attrs.field(default=0, validator=_seed_range)
     transformers: list = attrs.field(factory=list)  # observation transformers, applied in order
     writers: list = attrs.field(factory=lambda: ["console", "tensorboard", "jsonl"])  # summary writers, by name
     summary_interval: int = attrs.field(default=1, validator=_positive)  # iterations between summaries
@@ -34,9 +36,16 @@ class TrainConfig:
     #: greedy episodes per evaluation, spread over up to 32 env copies seeded apart from the training ones
     num_eval_episodes: int = attrs.field(default=10, validator=_positive)
     target_return: Optional[float] = None  # stop once evaluation reaches it
-    checkpoint_interval: int = attrs.field(default=0, validator=_non_negative)  # iterations; 0: at end only
+    # iterations between checkpoints, besides those by train.checkpoint_seconds; 0: by time (and at the end) only
+    checkpoint_interval: int = attrs.field(default=0, validator=_non_negative)
+    # wall-clock seconds between checkpoints; the first comes 1 s after the first iteration, the gaps double up to
+    # this and stay above 20x a checkpoint's write time; every stop also checkpoints; 0: by iterations only
+    checkpoint_seconds: float = attrs.field(default=300.0, validator=attrs.validators.ge(0.0))
     keep_checkpoints: int = attrs.field(default=3, validator=_positive)  # newest complete checkpoints kept on disk
     checkpoint_replay: bool = True  # checkpoints hold the replay buffer, so a resumed run keeps its experience
+    # bytes of an environment's saved state a checkpoint may hold; a larger one is left out (one warning) and
+    # its episodes restart on resume; 0: no limit
+    max_env_state_bytes: int = attrs.field(default=64 * 2**20, validator=_non_negative)
     deterministic: bool = False  # op determinism: resumed runs end with the same weights as uninterrupted ones
     root_dir: str = ""  # empty: runs/<algorithm>-<env>-<time>
     eager: bool = False  # run every tf.function eagerly (debugging)

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from rlengine.api import Algorithm, Environment
 from rlengine.api.data import StepType
+from rlengine.collect import stopping
 from rlengine.collect.policy_step import greedy
 from rlengine.collect.transformers import TransformerChain
 
@@ -15,7 +16,10 @@ class Evaluator:
     """Runs ``num_episodes`` greedy episodes, spread over the copies of ``env``.
 
     Copy ``i`` plays a fixed quota of episodes, so short episodes are not
-    over-represented; transformers are applied without updating.
+    over-represented; transformers are applied without updating. A stop
+    request (SIGINT / SIGTERM during training) ends it between two steps with
+    :class:`~rlengine.collect.stopping.StopRequested`: a thousand episodes
+    must not keep a stopping run waiting.
     """
 
     def __init__(self, env: Environment, chain: TransformerChain, algorithm: Algorithm, num_episodes: int):
@@ -38,6 +42,7 @@ class Evaluator:
         done = np.zeros(batch, np.int64)
         finished_returns, finished_lengths = [], []
         while (done < self.quota).any():
+            stopping.raise_if_requested("evaluation")  # one function call per step: free next to the step
             action, t_state, p_state = self.act(raw, t_state, p_state)
             raw = self.env.step(tf.nest.map_structure(lambda a: a.numpy(), action))
             live = (done < self.quota) & (raw.step_type != StepType.FIRST)

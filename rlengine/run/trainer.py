@@ -2,23 +2,41 @@
 
 It fires the lifecycle hooks in the order documented in
 :mod:`rlengine.plugin.hookspecs`; ``rlengine_train_end`` runs however the loop ends.
+
+Every stop leaves a last checkpoint when the run's state allows one
+(:meth:`Trainer._stop`): a signal, an environment that failed for good or
+hung, the NaN guard (if the weights are finite), a hook or writer that
+raised. The state is consistent between iterations and during evaluation;
+while an iteration runs it is not (an update may be half applied), except
+that an error of collection (the environment, a pipeline's worker thread)
+comes before the iteration's update: then the checkpoint holds the state
+before that iteration, without the environments' states (a broken or hung
+environment cannot give one), so the resumed run starts new episodes.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import attrs
 import tensorflow as tf
 
 from rlengine.api.run import Run
-from rlengine.errors import TrainingInterrupted
+from rlengine.collect import stopping
+from rlengine.collect.faults import EnvironmentFault
+from rlengine.errors import TrainingInterrupted, WorkerError, one_line
 from rlengine.run import signals
 from rlengine.run.build import Components
+from rlengine.run.checkpoint_schedule import CheckpointSchedule
 from rlengine.run.checkpoints import RunCheckpoints
 from rlengine.run.episodes import EpisodeStats
+
+#: Errors of collection: raised before an iteration's update began, so the state before it is intact.
+COLLECTION_ERRORS = (EnvironmentFault, WorkerError)
+#: Where the loop is, for what a last checkpoint may hold (see the module docstring).
+CONSISTENT, ITERATING, UNSAFE = "consistent", "iterating", "unsafe"
 
 
 @attrs.frozen
@@ -38,8 +56,10 @@ class TrainResult:
 class Trainer:
     """Runs the training loop of one :class:`Run`, whichever pipeline it has."""
 
-    def __init__(self, run: Run, components: Components, plugins: Any, start: float):
+    def __init__(self, run: Run, components: Components, plugins: Any, start: float,
+                 on_started: Optional[Callable[[], None]] = None):
         self.run, self.components, self.plugins = run, components, plugins
+        self.on_started = on_started  # called once the checkpoint is restored (or there is none): the run has started
         self.start = start  # perf_counter() when the run began building: training time counts from it
         self.eval_time = 0.0
         self.summary_time = 0.0  # writers and hooks, to keep summaries visibly cheap
@@ -48,44 +68,68 @@ class Trainer:
         self.stats = EpisodeStats(self.cfg.num_envs)  # saved with checkpoints, for episodes that continue
         self.checkpoints = RunCheckpoints(run, components, self.stats)  # a run dir with checkpoints resumes
         self.checkpoint = self.checkpoints.checkpoint
+        self.schedule = CheckpointSchedule(self.cfg.checkpoint_interval, self.cfg.checkpoint_seconds)
+        self.eval_history: list = []  # (env_steps, train_time, average_return) of this process's evaluations
+        self.last_eval: Optional[float] = None
+        self._state = UNSAFE  # nothing is restored yet
+        self._saved: Optional[tuple] = None  # (iteration, path) of the newest checkpoint this trainer wrote
 
     def train(self) -> TrainResult:
-        run, cfg, parts = self.run, self.cfg, self.components
-        hook = self.plugins.hook
-        eval_history, last_eval = [], None
-        stats = self.stats
+        run = self.run
         self.checkpoints.restore_or_start()
-        while run.env_steps < cfg.num_env_steps:
-            parts.algorithm.progress.assign(run.env_steps / cfg.num_env_steps)
-            step = parts.pipeline.iterate(run.env_steps)
-            run.iteration += 1
-            steps = step.env_steps or self.steps_per_iteration
-            run.env_steps += steps
-            exp = step.experience
-            stats.add(exp.step_type.numpy()[1:], exp.reward.numpy()[1:], exp.env_id.numpy()[0])  # numpy slices: no TF op
-            metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
-            metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
-            metrics.update(step.metrics or {})
-            t3 = time.perf_counter()
-            if run.iteration % cfg.summary_interval == 0:
-                parts.write(metrics)
-            hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
-            self.summary_time += time.perf_counter() - t3
-            if cfg.eval_interval and run.iteration % cfg.eval_interval == 0:
-                last_eval = self._evaluate()
-                eval_history.append((run.env_steps, self.train_time(), last_eval))
-                if cfg.target_return is not None and last_eval >= cfg.target_return:
-                    break
-            if cfg.checkpoint_interval and run.iteration % cfg.checkpoint_interval == 0:
-                self.save()
-            self._stop_if_needed()
-        if cfg.eval_interval and (not eval_history or eval_history[-1][0] != run.env_steps):
-            last_eval = self._evaluate()
-            eval_history.append((run.env_steps, self.train_time(), last_eval))
-        self.save()
-        reached = cfg.target_return is not None and last_eval is not None and last_eval >= cfg.target_return
+        if self.on_started is not None:
+            self.on_started()
+        self._state = CONSISTENT
+        try:
+            reached = self._loop()
+        except BaseException as error:
+            final = self._stop(error)
+            if final is error:
+                raise
+            raise final from error
+        self.save()  # a run resumed after it finished saves nothing new: that iteration is saved already
         return TrainResult(run.root_dir, run.iteration, run.env_steps, time.perf_counter() - self.start,
-                           self.train_time(), last_eval, reached, tuple(eval_history))
+                           self.train_time(), self.last_eval, reached, tuple(self.eval_history))
+
+    def _loop(self) -> bool:
+        """Iterate until the budget or the target; whether the target was reached."""
+        run, cfg = self.run, self.cfg
+        while run.env_steps < cfg.num_env_steps:
+            self._iterate()
+            finished = run.env_steps >= cfg.num_env_steps
+            # the last iteration is evaluated before its checkpoint, so a resumed finished run evaluates nothing
+            if cfg.eval_interval and (finished or run.iteration % cfg.eval_interval == 0):
+                self.last_eval = self._evaluate()
+                self.eval_history.append((run.env_steps, self.train_time(), self.last_eval))
+                if cfg.target_return is not None and self.last_eval >= cfg.target_return:
+                    self.save()
+                    return True
+            if finished or self.schedule.due(run.iteration):
+                self.save()
+            self.components.learner.check_nonfinite_streak(cfg.max_nonfinite_updates)  # the NaN guard
+            if not finished:
+                stopping.raise_if_requested("training")  # a signal: stop after this iteration
+        return False
+
+    def _iterate(self) -> None:
+        run, cfg, parts, stats = self.run, self.cfg, self.components, self.stats
+        parts.algorithm.progress.assign(run.env_steps / cfg.num_env_steps)
+        self._state = ITERATING
+        step = parts.pipeline.iterate(run.env_steps)
+        run.iteration += 1
+        steps = step.env_steps or self.steps_per_iteration
+        run.env_steps += steps
+        self._state = CONSISTENT
+        exp = step.experience
+        stats.add(exp.step_type.numpy()[1:], exp.reward.numpy()[1:], exp.env_id.numpy()[0])  # numpy slices: no TF op
+        metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
+        metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
+        metrics.update(step.metrics or {})
+        t3 = time.perf_counter()
+        if run.iteration % cfg.summary_interval == 0:
+            parts.write(metrics)
+        self.plugins.hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
+        self.summary_time += time.perf_counter() - t3
 
     def train_time(self) -> float:
         """Seconds since the run began building, evaluation excluded (tracing included)."""
@@ -110,31 +154,77 @@ class Trainer:
         run = self.run
         t0 = time.perf_counter()
         metrics = self._base_metrics()
-        metrics.update(self.components.evaluator.run())
+        try:
+            metrics.update(self.components.evaluator.run())  # a stop request ends it between two steps
+        finally:
+            self.eval_time += time.perf_counter() - t0
         metrics["time/evaluation"] = time.perf_counter() - t0
-        self.eval_time += metrics["time/evaluation"]
         metrics["time/training"] = self.train_time()
         self.components.write(metrics)
         self.plugins.hook.rlengine_evaluation_end(run=run, iteration=run.iteration, metrics=metrics)
         return metrics["eval/average_return"]
 
+    # -- checkpoints -----------------------------------------------------------------------
     def save(self) -> Optional[str]:
         """Write a checkpoint and announce it; None (and a warning) if a weight is not finite."""
-        bad = first_nonfinite_variable(self.checkpoint)
-        if bad is not None:  # never replace good checkpoints with a diverged model
-            print(f"rlengine: warning: checkpoint at iteration {self.run.iteration} not written: variable "
-                  f"{bad!r} is not finite (the newest checkpoint is the last good one)", file=sys.stderr)
-            return None
-        path = self.checkpoints.save()
-        self.plugins.hook.rlengine_checkpoint_saved(run=self.run, iteration=self.run.iteration, path=path)
+        path, written = self._write()
+        if written:
+            self.plugins.hook.rlengine_checkpoint_saved(run=self.run, iteration=self.run.iteration, path=path)
         return path
 
-    def _stop_if_needed(self) -> None:
-        """End the run after this iteration: diverged (NaN guard) or asked to by a signal."""
-        self.components.learner.check_nonfinite_streak(self.cfg.max_nonfinite_updates)
+    def _write(self) -> tuple[Optional[str], bool]:
+        """``(path, whether it is new)`` of a checkpoint of this iteration; ``(None, False)`` if diverged."""
+        iteration = self.run.iteration
+        if self._saved is not None and self._saved[0] == iteration:
+            return self._saved[1], False  # this trainer saved this iteration already (and announced it)
+        bad = first_nonfinite_variable(self.checkpoint)
+        if bad is not None:  # never replace good checkpoints with a diverged model
+            print(f"rlengine: warning: checkpoint at iteration {iteration} not written: variable "
+                  f"{bad!r} is not finite (the newest checkpoint is the last good one)", file=sys.stderr)
+            return None, False
+        state, self._state = self._state, UNSAFE  # a save that fails halfway is not retried on the way out
+        t0 = time.monotonic()
+        path = self.checkpoints.save()
+        self.schedule.saved(time.monotonic() - t0)
+        self._state, self._saved = state, (iteration, path)
+        return path, True
+
+    # -- stopping ----------------------------------------------------------------------------
+    def _stop(self, error: BaseException) -> BaseException:
+        """The exception that ends the run, after a last checkpoint when the state allows one.
+
+        A stop request (or an error of a wait a stop request cut short)
+        becomes :class:`TrainingInterrupted`; any other error stays itself,
+        with a note naming the checkpoint (shown with its traceback, if any).
+        """
+        path = self._last_checkpoint(error) if self._may_save_after(error) else None
         signal_number = signals.stop_requested()
-        if signal_number is not None:  # save() keeps a checkpoint of this iteration that exists already
-            raise TrainingInterrupted(signal_number, self.run.root_dir, self.save())
+        if signal_number is not None and isinstance(error, (stopping.StopRequested, *COLLECTION_ERRORS)):
+            return TrainingInterrupted(signal_number, self.run.root_dir, path)
+        if path is not None:
+            error.add_note(f"rlengine: the run was checkpointed to {path} first; the same command resumes it")
+        return error
+
+    def _may_save_after(self, error: BaseException) -> bool:
+        if not isinstance(error, Exception):  # KeyboardInterrupt (a second Ctrl-C), SystemExit: at once
+            return False
+        if self._state == ITERATING:  # only collection errors leave the state before the iteration intact
+            return isinstance(error, COLLECTION_ERRORS)
+        return self._state == CONSISTENT
+
+    def _last_checkpoint(self, error: BaseException) -> Optional[str]:
+        """Save on the way out; a failure to save (or of a hook announcing it) must not hide ``error``."""
+        try:
+            path, written = self._write()
+        except Exception as exc:
+            error.add_note(f"rlengine: no last checkpoint could be written: {type(exc).__name__}: {one_line(exc)}")
+            return None
+        if written:
+            try:
+                self.plugins.hook.rlengine_checkpoint_saved(run=self.run, iteration=self.run.iteration, path=path)
+            except Exception as exc:
+                error.add_note(f"rlengine: the hook announcing checkpoint {path} failed too: {one_line(exc)}")
+        return path
 
 
 def first_nonfinite_variable(checkpoint: tf.train.Checkpoint) -> Optional[str]:

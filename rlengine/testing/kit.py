@@ -196,8 +196,9 @@ testing_plugin.__test__ = False  # type: ignore[attr-defined]  # not a pytest te
 
 def tiny_config(root_dir: str = "", **train: Any) -> dict:
     """A raw config that runs in about a second with the testing plugins."""
+    # no checkpoints by the clock: on a busy machine they would land at other iterations from run to run
     values = dict(algorithm="toy", env="counting", num_envs=2, unroll_length=4, num_env_steps=32,
-                  writers=["memory"], eval_interval=2, num_eval_episodes=2, root_dir=root_dir)
+                  writers=["memory"], eval_interval=2, num_eval_episodes=2, checkpoint_seconds=0, root_dir=root_dir)
     values.update(train)
     return {"train": values}
 

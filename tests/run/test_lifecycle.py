@@ -61,8 +61,8 @@ def test_train_end_runs_when_the_run_fails_and_environments_close(tmp_path):
     with pytest.raises(Exception, match="boom") as raised:  # the core may wrap it to name the plugin
         engine.train()
     # Boom (registered after the recorder) runs first at iteration 2, so the recorder never sees it;
-    # nothing after the failure is called but train_end, with the exception that ended the run.
-    assert recorder.calls == ["configure", "train_start", "iteration_end:1",
+    # after the failure only the last checkpoint (iteration 2 is complete) and train_end, with the exception.
+    assert recorder.calls == ["configure", "train_start", "iteration_end:1", "checkpoint_saved:2",
                               f"train_end:{type(raised.value).__name__}"]
     assert len(TrackedCounting.made) == 2 and all(env.closed for env in TrackedCounting.made)  # train and eval
 

@@ -1,5 +1,6 @@
 """SIGINT / SIGTERM during training: finish the iteration, checkpoint, exit 130 / 143; a second
-SIGINT aborts at once; the train-end hook always runs; the previous handlers come back."""
+SIGINT aborts at once; an inherited SIG_IGN is kept; the train-end hook always runs; the previous
+handlers come back. (Stops during a long evaluation or a hung environment: tests/safety/test_stops.py.)"""
 
 import os
 import signal
@@ -54,10 +55,10 @@ TINY_TRAIN = ["train", "--algorithm", "toy", "--env", "counting", "--num-env-ste
 class Process:
     """A subprocess whose merged stdout / stderr lines are collected as they come."""
 
-    def __init__(self, argv, cwd, **env):
+    def __init__(self, argv, cwd, preexec_fn=None, **env):
         environ = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3", **env}
         self.popen = subprocess.Popen(argv, cwd=cwd, env=environ, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True)
+                                      stderr=subprocess.STDOUT, text=True, preexec_fn=preexec_fn)
         self.lines = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -94,11 +95,11 @@ class Process:
         return status, time.monotonic() - start
 
 
-def start_tiny(tmp_path, **env) -> Process:
+def start_tiny(tmp_path, preexec_fn=None, **env) -> Process:
     script = tmp_path / "rlengine_with_testing.py"
     script.write_text(ENTRY_SCRIPT)
     process = Process([sys.executable, str(script), *TINY_TRAIN, "--root-dir", str(tmp_path / "run")],
-                      cwd=tmp_path, **env)
+                      cwd=tmp_path, preexec_fn=preexec_fn, **env)
     process.wait_for_line("test: iterating")
     return process
 
@@ -138,6 +139,18 @@ def test_a_second_sigint_aborts_without_waiting_for_the_iteration(tmp_path):
     assert code == 130, out
     assert "rlengine: interrupted" in out and "checkpoint saved" not in out
     assert "test: train_end KeyboardInterrupt" in out
+
+
+def test_an_inherited_sig_ign_keeps_sigint_ignored_while_sigterm_still_stops(tmp_path):
+    # a background job of a script starts with SIGINT ignored; the run must not stop on one
+    process = start_tiny(tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    process.popen.send_signal(signal.SIGINT)
+    time.sleep(2)
+    assert process.popen.poll() is None, process.output()
+    assert "SIGINT received" not in process.output()
+    process.popen.send_signal(signal.SIGTERM)
+    code, _ = process.exit_within(10)
+    assert code == 143, process.output()
 
 
 @pytest.mark.slow  # about 35 s, mostly starting TensorFlow and tracing PPO

@@ -30,7 +30,7 @@ QUEUE_CLOSED = (tf.errors.CancelledError, tf.errors.OutOfRangeError)
 class Coordinator:
     """Owns the threads of one run and the order in which they stop."""
 
-    def __init__(self, close_queues: Callable[[], None], join_timeout: float = 10.0):
+    def __init__(self, close_queues: Callable[[], None], join_timeout: float = 3.0):
         self._close_queues = close_queues
         self._join_timeout = join_timeout
         self._stop = threading.Event()

@@ -141,6 +141,7 @@ def test_a_second_sigint_aborts_without_waiting_for_the_iteration(tmp_path):
     assert "test: train_end KeyboardInterrupt" in out
 
 
+@pytest.mark.slow  # the CLI end to end (a fresh process, ~10 s); the mechanism has a fast in-process test
 def test_an_inherited_sig_ign_keeps_sigint_ignored_while_sigterm_still_stops(tmp_path):
     # a background job of a script starts with SIGINT ignored; the run must not stop on one
     process = start_tiny(tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))

@@ -397,6 +397,7 @@ def crashy_train(tmp_path, mode, vectorization):
                         "--set", "train.num_env_steps=64", env="crashy_env_module:Crashy-v0")]
 
 
+@pytest.mark.slow  # the CLI end to end (a fresh process, ~10 s); the mechanism has a fast in-process test
 @pytest.mark.first_party
 def test_worker_killed_by_a_signal_is_named_with_it_in_one_warning_line(tmp_path):
     status, _, err = run_cli_process(tmp_path, *crashy_train(tmp_path, "segfault", "async"))

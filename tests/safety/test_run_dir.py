@@ -138,6 +138,7 @@ def _rows(path):
         return [json.loads(line) for line in f]
 
 
+@pytest.mark.slow  # the CLI end to end (a fresh process, ~10 s); the mechanism has a fast in-process test
 @pytest.mark.first_party  # the jsonl writer
 def test_a_second_training_into_a_root_dir_being_trained_is_refused_naming_the_process(tmp_path, cli_with_testing):
     root = tmp_path / "run"

@@ -155,6 +155,7 @@ def test_a_replay_buffer_bigger_than_memory_is_refused_with_the_figure(tmp_path)
     assert "TiB for the replay buffer, but only " in message and "lower it to " in message
 
 
+@pytest.mark.slow  # the CLI end to end (a fresh process, ~10 s); the mechanism has a fast in-process test
 @pytest.mark.first_party
 def test_the_probe_replay_capacity_is_one_line_not_out_of_memory(tmp_path):
     """The probe's case: ``dqn.replay_capacity = 1e10`` was an out-of-memory traceback."""

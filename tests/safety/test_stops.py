@@ -143,6 +143,7 @@ def test_a_run_checkpoints_by_the_clock_with_the_default_settings_and_prints_not
     assert "checkpoint" not in (out + err).lower()
 
 
+@pytest.mark.slow  # the CLI end to end (a fresh process, ~10 s); the mechanism has a fast in-process test
 @pytest.mark.first_party
 def test_kill_9_of_the_shipped_sac_example_leaves_a_loadable_checkpoint(tmp_path):
     # Before: only train.checkpoint_interval (default 0: at the end) wrote checkpoints, so a killed
@@ -335,6 +336,7 @@ ENTRY_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # the CLI end to end (a fresh process, ~10 s); the mechanism has a fast in-process test
 def test_sigint_while_the_environment_hangs_exits_130_promptly_from_the_cli(tmp_path):
     script = tmp_path / "rlengine_with_testing.py"
     script.write_text(ENTRY_SCRIPT)

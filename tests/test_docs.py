@@ -34,6 +34,7 @@ def test_hook_reference_matches_the_hook_specs():
     assert _read(HOOKS_PAGE) == hook_reference(), f"docs/hooks.md is stale: {REGENERATE}"
 
 
+@pytest.mark.first_party  # the page lists the commands of rlengine-tools too
 def test_cli_reference_matches_the_parser():
     assert _read(CLI_PAGE) == cli_reference(), f"docs/cli.md is stale: {REGENERATE}"
 

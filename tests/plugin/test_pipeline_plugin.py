@@ -175,7 +175,7 @@ def test_register_commands_hook_adds_a_command_from_an_installed_package(site, t
 
 
 def test_an_unknown_pipeline_is_one_line_naming_the_registered_ones(site, tmp_path):
-    out = run_rlengine("train", "--set", "train.pipeline=twise", "--set", "train.algorithm=toy",
+    out = run_rlengine("train", "--set", "train.pipeline=twise", "--set", "train.algorithm=toy", "--set", "train.writers=[]",
                        "--set", "train.env=counting", "--root-dir", str(tmp_path / "run"), pythonpath=[site],
                        cwd=tmp_path)
 

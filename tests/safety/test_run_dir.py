@@ -325,7 +325,7 @@ def test_a_root_dir_holding_the_users_files_is_refused_naming_one(tmp_path, cli_
     before = snapshot(root)
 
     status, lines = cli_with_testing("train", "--algorithm", "toy", "--env", "counting", "--num-env-steps", "32",
-                                     "--set", 'train.writers=["jsonl"]', "--root-dir", str(root))
+                                     "--set", 'train.writers=["memory"]', "--root-dir", str(root))
 
     assert status == 2 and len(lines) == 1, lines
     assert lines[0] == (f"rlengine: error: --root-dir {root} holds files rlengine did not write (e.g. 'metrics.jsonl')"

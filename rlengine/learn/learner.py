@@ -13,7 +13,7 @@ From replay, one :meth:`Learner.train_from_replay` call runs::
         sequences, indices, weights = buffer.sample(mini_batch_size)   # [B, L]
         batch = algorithm.preprocess_experience(time_major(sequences))  # e.g. transitions
         loss = update(batch, weights)
-        buffer.update_priorities(indices, loss.priority)               # prioritized only
+        buffer.update_priorities(indices, loss.priority)               # prioritized only, when finite
 
 ``update`` records ``train_step`` under one persistent tape and lets
 ``train_complete`` turn it into the loss and gradients, which are applied
@@ -131,12 +131,25 @@ class Learner:
                     return algorithm.train_step(batch, ()).info
             loss = self._update(info_fn, weight)
             if algorithm.prioritized_replay:
-                self.buffer.update_priorities(sample.indices, loss.priority)
+                self._update_finite_priorities(sample.indices, loss.priority)
             return i + 1, _add(totals, loss)
 
         _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
                                   (tf.constant(0), self._zero_totals()), parallel_iterations=1)
         return _averages(totals, num_updates)
+
+    def _update_finite_priorities(self, indices: Any, priorities: Any) -> None:
+        """New priorities for the sampled starts, unless one is not finite.
+
+        A non-finite priority comes with an update the NaN guard skips: the sampled
+        starts keep their old priorities, and the guard (not the sum tree's check)
+        is what names the culprit and stops the run.
+        """
+        def update() -> Any:
+            self.buffer.update_priorities(indices, priorities)
+            return tf.constant(True)
+
+        tf.cond(all_finite([priorities]), update, lambda: tf.constant(False))
 
     # -- one update ----------------------------------------------------------------
     def _update(self, info_fn: Callable[[], Nest], weight: Optional[Any] = None) -> LossInfo:

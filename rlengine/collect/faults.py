@@ -275,13 +275,23 @@ class _Worker:
         self._calls.put((future, fn, args))
         return future
 
+    def stop(self) -> None:
+        """End the thread after the call it runs (a hung one: never; it is a daemon)."""
+        self._calls.put(None)
+
     def _loop(self) -> None:
         while True:
-            future, fn, args = self._calls.get()
+            item = self._calls.get()
+            if item is None:
+                return
+            future, fn, args = item
             try:
                 future.set_result(fn(*args))
             except BaseException as exc:
                 future.set_exception(exc)
+            # while it waits for the next call, the thread must not keep this one's objects (the
+            # run's algorithm, through ``fn``) alive: in-process runs one after another would pile up
+            del item, future, fn, args
 
 
 class FaultWatch:
@@ -324,6 +334,12 @@ class FaultWatch:
             if failure is not None:  # the environment's own one-line error, keeping its cause for --debug
                 raise failure from failure.__cause__
             raise
+
+    def close(self) -> None:
+        """End the worker thread, if one was started (the pipeline is stopping)."""
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
 
     def _watched(self, fn: Callable, *args: Any) -> Any:
         if self._worker is None:

@@ -57,6 +57,9 @@ class SyncPipeline(Pipeline):
     def start(self) -> None:
         self.carry = self.faults.call(self.collector.start)
 
+    def stop(self) -> None:
+        self.faults.close()  # its watcher thread, so in-process runs one after another leave none behind
+
     def _collect(self, function: Any) -> tuple:
         """``(outputs of function(carry), dropped)``; the carry goes on from a recreated env if dropped."""
         return self.faults.run(function, self.carry)

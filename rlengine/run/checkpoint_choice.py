@@ -5,10 +5,15 @@ and its best one (by evaluation return) in ``<root_dir>/checkpoints/best/ckpt-<i
 each counting only once its marker is written (:mod:`rlengine.run.checkpoint_files`).
 The best checkpoint holds what acting needs (the algorithm and the transformer
 chain), not the replay buffer or the environments' state: it is for evaluating,
-exporting and loading, not for resuming.
+exporting and loading, not for resuming. Training writes it
+(:mod:`rlengine.run.best_checkpoint`); its marker records ``eval_return``.
 
 A choice is ``"latest"`` (the newest sound checkpoint), ``"best"``, or an
 iteration number (a kept newest checkpoint, or the best one if it has that number).
+An explicit choice (``best`` or a number) whose files no longer match their
+marker is a one-line error naming it: falling back to another checkpoint would
+silently evaluate or export something else. ``latest`` falls back past damaged
+ones (:func:`rlengine.run.restoring.restore_newest`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ Choice = Union[str, int]
 
 class CheckpointChoiceError(RLEngineError):
     """The checkpoint asked for does not exist or is not a choice."""
+
+
+class DamagedCheckpointError(CheckpointChoiceError):
+    """The checkpoint asked for exists, but its files do not match its marker (or cannot be read)."""
 
 
 def best_checkpoint_dir(root_dir: str) -> str:
@@ -55,12 +64,33 @@ def kept_iterations(root_dir: str) -> list:
     return sorted(numbers, reverse=True)
 
 
+def recorded_return(marker: Optional[dict]) -> Optional[float]:
+    """The ``eval_return`` a best checkpoint's marker records, or None (unreadable, or none recorded)."""
+    value = marker.get("eval_return") if marker else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def marked_best(root_dir: str) -> Optional[tuple]:
+    """``(iteration, prefix, marker)`` of the marked best checkpoint with the highest recorded return.
+
+    Usually there is one; a kill between marking a new best and removing the
+    previous one leaves two, and the higher return is the best (a best is
+    written only when it beats the one before). Ties go to the newer iteration.
+    """
+    found = marked_checkpoints(best_checkpoint_dir(root_dir))
+    if not found:
+        return None
+    return max(found, key=lambda item: (_order(recorded_return(item[2])), item[0]))
+
+
+def _order(value: Optional[float]) -> float:
+    return float("-inf") if value is None else value
+
+
 def best_return(root_dir: str) -> Optional[float]:
     """The evaluation return recorded with the run's best checkpoint, or None when it has none."""
-    for _, _, marker in marked_checkpoints(best_checkpoint_dir(root_dir)):
-        if marker and isinstance(marker.get("eval_return"), (int, float)):
-            return float(marker["eval_return"])
-    return None
+    best = marked_best(root_dir)
+    return None if best is None else recorded_return(best[2])
 
 
 def chosen_checkpoint(root_dir: str, choice: Choice = LATEST) -> str:
@@ -73,15 +103,48 @@ def chosen_checkpoint(root_dir: str, choice: Choice = LATEST) -> str:
                                         f"(rlengine train --root-dir {root_dir}), or wait for its first checkpoint")
         return prefix
     if choice == BEST:
-        prefix = newest_sound_checkpoint(best_checkpoint_dir(root_dir))
-        if prefix is None:
-            raise CheckpointChoiceError(f"{root_dir!r} has no best checkpoint (it is written at the first "
-                                        f"evaluation): use --checkpoint latest")
-        return prefix
-    for directory in (checkpoint_dir(root_dir), best_checkpoint_dir(root_dir)):
-        for number, prefix, marker in marked_checkpoints(directory):
-            if number == choice and not damage(directory, number, marker):
-                return prefix
-    kept = ", ".join(str(n) for n in kept_iterations(root_dir)) or "none"
-    raise CheckpointChoiceError(f"{root_dir!r} has no sound checkpoint of iteration {choice} (kept: {kept}): "
-                                f"use one of those, latest or best")
+        return _chosen_best(root_dir)
+    return _chosen_iteration(root_dir, int(choice))
+
+
+def _chosen_best(root_dir: str) -> str:
+    best = marked_best(root_dir)
+    if best is None:
+        raise CheckpointChoiceError(f"{root_dir!r} has no best checkpoint (training writes it at an evaluation, "
+                                    f"and this run has not evaluated yet or has train.eval_interval = 0): use "
+                                    f"--checkpoint latest")
+    number, prefix, marker = best
+    _refuse_if_damaged(best_checkpoint_dir(root_dir), number, prefix, marker, root_dir)
+    return prefix
+
+
+def _chosen_iteration(root_dir: str, number: int) -> str:
+    """A sound kept checkpoint of iteration ``number``: the newest ones' first, else the best one."""
+    candidates = [(directory, prefix, marker)
+                  for directory in (checkpoint_dir(root_dir), best_checkpoint_dir(root_dir))
+                  for n, prefix, marker in marked_checkpoints(directory) if n == number]
+    for directory, prefix, marker in candidates:
+        if not damage(directory, number, marker):
+            return prefix
+    if candidates:  # every copy of that iteration is damaged: name the first
+        directory, prefix, marker = candidates[0]
+        _refuse_if_damaged(directory, number, prefix, marker, root_dir)
+    raise CheckpointChoiceError(f"{root_dir!r} has no sound checkpoint of iteration {number} (kept: "
+                                f"{_kept_text(root_dir)}): use one of those, latest or best")
+
+
+def _refuse_if_damaged(directory: str, number: int, prefix: str, marker: Optional[dict], root_dir: str) -> None:
+    wrong = damage(directory, number, marker)
+    if not wrong:
+        return
+    others = ", ".join(str(n) for n in kept_iterations(root_dir) if n != number) or "none"
+    if os.path.basename(directory) == BEST:
+        raise DamagedCheckpointError(f"the best checkpoint {prefix} is damaged ({wrong}): use --checkpoint latest "
+                                     f"or one of {others}; the next 'rlengine train' of this run sets it aside, "
+                                     "and its next evaluation writes a new best")
+    raise DamagedCheckpointError(f"checkpoint {prefix} is damaged ({wrong}): choose another one with --checkpoint "
+                                 f"(latest, best or one of {others}), or restore its files from a backup")
+
+
+def _kept_text(root_dir: str) -> str:
+    return ", ".join(str(n) for n in kept_iterations(root_dir)) or "none"

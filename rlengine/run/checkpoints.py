@@ -18,6 +18,10 @@ whose files match its marker and sets damaged newer ones aside
 (:mod:`rlengine.run.restoring`). Old checkpoints are removed only after a
 newer one is marked, marker first, so a ``kill -9`` at any instant leaves
 the newest complete checkpoint loadable and never removes the only one.
+
+The run's best checkpoint lives beside them in ``checkpoints/best/``
+(:mod:`rlengine.run.best_checkpoint`): pruning and resume look only at the
+``ckpt-*`` names directly in ``checkpoints/``, so they never touch it.
 """
 
 from __future__ import annotations
@@ -187,7 +191,7 @@ class RunCheckpoints:
         """Keep the ``keep`` newest complete checkpoints; drop older ones and leftovers of killed saves."""
         kept = {n for n, _, _ in complete_checkpoints(self.directory)[:self.keep]}
         names = sorted(os.listdir(self.directory), key=lambda name: not name.endswith(MARKER))  # markers first
-        for name in names:
+        for name in names:  # only ckpt-* and TF's index: "best/" and the set-aside dirs match neither
             match = FILE_NAME.match(name)
             stale = match and int(match.group(1)) < newest and int(match.group(1)) not in kept
             if stale or name.startswith("checkpoint.tmp-"):  # the latter: TF's index, torn mid-write
@@ -228,3 +232,25 @@ def checkpointed_objects(components: Any, with_replay: bool = True) -> dict:
     if components.buffer is not None and with_replay:
         objects["replay"] = components.buffer
     return objects
+
+
+def first_nonfinite_variable(checkpoint: tf.train.Checkpoint) -> Optional[str]:
+    """The checkpoint path of the first floating-point weight that is not finite, or None.
+
+    The replay buffer is not checked: it holds observations, not weights, and
+    can be large.
+    """
+    view = tf.train.TrackableView(checkpoint)
+    queue = [(name, obj) for name, obj in view.children(checkpoint).items() if name != "replay"]
+    seen = set()
+    while queue:
+        path, obj = queue.pop(0)
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, tf.Variable):
+            if obj.dtype.is_floating and not bool(tf.reduce_all(tf.math.is_finite(obj))):
+                return f"{path} ({obj.name})"
+            continue
+        queue.extend((f"{path}/{name}", child) for name, child in view.children(obj).items())
+    return None

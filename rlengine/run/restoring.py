@@ -10,6 +10,13 @@ the read-only commands leave the directory as it is (a training process
 may be pruning it at that moment). A checkpoint that is intact but does
 not fit the run (another algorithm or network shape) is a different error,
 raised at once: an older checkpoint of the same run would not fit either.
+
+A checkpoint chosen explicitly (``--checkpoint best`` or an iteration
+number, :mod:`rlengine.run.checkpoint_choice`) has no fallback:
+:func:`restore_chosen` restores that one or stops with one line naming it.
+The best checkpoint (``checkpoints/best/``) is never what resume restores;
+it is checked and set aside by :mod:`rlengine.run.best_checkpoint`, with
+:func:`move_damaged_aside` as here.
 """
 
 from __future__ import annotations
@@ -22,7 +29,16 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 from rlengine.errors import RLEngineError, telling_line
-from rlengine.run.checkpoint_files import MARKER, damage, marked_checkpoints, set_aside
+from rlengine.run.checkpoint_choice import (
+    BEST,
+    LATEST,
+    CheckpointChoiceError,
+    Choice,
+    DamagedCheckpointError,
+    chosen_checkpoint,
+    parse_choice,
+)
+from rlengine.run.checkpoint_files import MARKER, checkpoint_dir, damage, marked_checkpoints, set_aside
 
 _SHOWN = 240  # characters of TensorFlow's message kept in a one-line error
 
@@ -61,6 +77,58 @@ def restore_newest(directory: str, restore: Callable[[str], object], *, set_dama
             f"every checkpoint in {directory!r} is damaged ({found}); nothing was changed: restore them from "
             "a backup, or train into a new --root-dir")
     return None
+
+
+def checked_choice(root_dir: str, choice: Choice) -> Optional[str]:
+    """What ``choice`` names in ``root_dir``, checked before anything is built; one-line errors.
+
+    The prefix of ``best`` or an iteration number (sound, see
+    :func:`~rlengine.run.checkpoint_choice.chosen_checkpoint`); None for
+    ``latest``, once some checkpoint is marked (which one loads is found
+    while restoring, past damaged ones).
+    """
+    choice = parse_choice(choice)
+    if choice != LATEST:
+        return chosen_checkpoint(root_dir, choice)
+    if not marked_checkpoints(checkpoint_dir(root_dir)):
+        raise CheckpointChoiceError(f"no checkpoint in {checkpoint_dir(root_dir)!r} yet: train first (rlengine "
+                                    f"train --root-dir {root_dir}), or wait for the run's first checkpoint")
+    return None
+
+
+def restore_choice(root_dir: str, chosen: Optional[str], restore: Callable[[str], object]) -> str:
+    """Restore ``chosen`` (from :func:`checked_choice`), or for None the newest that loads; its prefix.
+
+    The read-only commands' way: damaged newest checkpoints are skipped with a
+    warning and left in place (a training run may own them).
+    """
+    if chosen is not None:
+        if not os.path.exists(chosen + MARKER) and os.path.basename(os.path.dirname(chosen)) == BEST:
+            chosen = chosen_checkpoint(root_dir, BEST)  # a training run wrote a better one while this built
+        return restore_chosen(chosen, restore)
+    directory = checkpoint_dir(root_dir)
+    prefix = restore_newest(directory, restore, set_damaged_aside=False)
+    if prefix is None:  # every marker vanished meanwhile: pruned by a running train
+        raise CheckpointError(f"no checkpoint in {directory!r} is left to restore (a training run pruned them "
+                              "meanwhile): run the command again")
+    return prefix
+
+
+def restore_chosen(prefix: str, restore: Callable[[str], object]) -> str:
+    """``restore(prefix)`` exactly that checkpoint (already checked against its marker); its prefix.
+
+    What TensorFlow cannot read is :class:`DamagedCheckpointError` naming it;
+    a checkpoint removed while it was read (a training run replaced its best)
+    says to run again; one of another network is :class:`CheckpointMismatchError`.
+    """
+    wrong = _restore_damage(prefix, restore)
+    if wrong and not os.path.exists(prefix + MARKER):
+        raise CheckpointError(f"checkpoint {prefix} was removed while it was read (a training run replaced "
+                              "it meanwhile): run the command again")
+    if wrong:
+        raise DamagedCheckpointError(f"checkpoint {prefix} is damaged ({wrong}): choose another one with "
+                                     "--checkpoint, or restore its files from a backup")
+    return prefix
 
 
 def _restore_damage(prefix: str, restore: Callable[[str], object]) -> str:
@@ -118,14 +186,14 @@ def _report(damaged: list, restored: str, set_damaged_aside: bool) -> None:
     """One warning line per damaged checkpoint skipped on the way to ``restored``."""
     for number, prefix, wrong in damaged:
         if set_damaged_aside:
-            done = f"set aside as {_set_aside(prefix, number, wrong)}; resuming from"
+            done = f"set aside as {move_damaged_aside(prefix, number, wrong)}; resuming from"
         else:
             done = "left in place (the next 'rlengine train' of this run sets it aside); using"
         print(f"rlengine: warning: checkpoint {prefix} is damaged ({wrong}); {done} "
               f"{os.path.basename(restored)}", file=sys.stderr)
 
 
-def _set_aside(prefix: str, number: int, wrong: str) -> str:
+def move_damaged_aside(prefix: str, number: int, wrong: str) -> str:
     """Move the damaged checkpoint away, or stop: left in place, it would keep its iteration from being saved."""
     try:
         return set_aside(os.path.dirname(prefix), number)

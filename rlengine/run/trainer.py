@@ -21,16 +21,16 @@ import time
 from typing import Any, Callable, Optional
 
 import attrs
-import tensorflow as tf
 
 from rlengine.api.run import Run
 from rlengine.collect import stopping
 from rlengine.collect.faults import EnvironmentFault
 from rlengine.errors import TrainingInterrupted, WorkerError, one_line
 from rlengine.run import signals
+from rlengine.run.best_checkpoint import BestCheckpoint
 from rlengine.run.build import Components
 from rlengine.run.checkpoint_schedule import CheckpointSchedule
-from rlengine.run.checkpoints import RunCheckpoints
+from rlengine.run.checkpoints import RunCheckpoints, first_nonfinite_variable  # noqa: F401 (importable from here)
 from rlengine.run.episodes import EpisodeStats
 
 #: Errors of collection: raised before an iteration's update began, so the state before it is intact.
@@ -51,6 +51,8 @@ class TrainResult:
     eval_return: Optional[float]  # last evaluation's average return
     reached_target: bool
     eval_history: tuple  # (env_steps, train_time, average_return) per evaluation
+    #: why a hook ended the run before its budget (``Run.request_stop``); None if it ran to its budget or target
+    stop_reason: Optional[str] = None
 
 
 class Trainer:
@@ -68,6 +70,7 @@ class Trainer:
         self.stats = EpisodeStats(self.cfg.num_envs)  # saved with checkpoints, for episodes that continue
         self.checkpoints = RunCheckpoints(run, components, self.stats)  # a run dir with checkpoints resumes
         self.checkpoint = self.checkpoints.checkpoint
+        self.best = BestCheckpoint(run.root_dir, components)  # checkpoints/best/: written by _evaluate
         self.schedule = CheckpointSchedule(self.cfg.checkpoint_interval, self.cfg.checkpoint_seconds)
         self.eval_history: list = []  # (env_steps, train_time, average_return) of this process's evaluations
         self.last_eval: Optional[float] = None
@@ -77,6 +80,7 @@ class Trainer:
     def train(self) -> TrainResult:
         run = self.run
         self.checkpoints.restore_or_start()
+        self.best.resume()  # the best return so far, from its marker
         if self.on_started is not None:
             self.on_started()
         self._state = CONSISTENT
@@ -88,8 +92,10 @@ class Trainer:
                 raise
             raise final from error
         self.save()  # a run resumed after it finished saves nothing new: that iteration is saved already
+        stopped_early = not reached and run.env_steps < self.cfg.num_env_steps
         return TrainResult(run.root_dir, run.iteration, run.env_steps, time.perf_counter() - self.start,
-                           self.train_time(), self.last_eval, reached, tuple(self.eval_history))
+                           self.train_time(), self.last_eval, reached, tuple(self.eval_history),
+                           run.stop_reason if stopped_early else None)
 
     def _loop(self) -> bool:
         """Iterate until the budget or the target; whether the target was reached."""
@@ -109,6 +115,8 @@ class Trainer:
             self.components.learner.check_nonfinite_streak(cfg.max_nonfinite_updates)  # the NaN guard
             if not finished:
                 stopping.raise_if_requested("training")  # a signal: stop after this iteration
+                if run.stop_reason is not None:  # a hook's Run.request_stop: a normal finish, budget unspent
+                    return False
         return False
 
     def _iterate(self) -> None:
@@ -156,6 +164,7 @@ class Trainer:
         metrics = self._base_metrics()
         try:
             metrics.update(self.components.evaluator.run())  # a stop request ends it between two steps
+            self.best.consider(run.iteration, run.env_steps, metrics["eval/average_return"])
         finally:
             self.eval_time += time.perf_counter() - t0
         metrics["time/evaluation"] = time.perf_counter() - t0
@@ -226,24 +235,3 @@ class Trainer:
                 error.add_note(f"rlengine: the hook announcing checkpoint {path} failed too: {one_line(exc)}")
         return path
 
-
-def first_nonfinite_variable(checkpoint: tf.train.Checkpoint) -> Optional[str]:
-    """The checkpoint path of the first floating-point weight that is not finite, or None.
-
-    The replay buffer is not checked: it holds observations, not weights, and
-    can be large.
-    """
-    view = tf.train.TrackableView(checkpoint)
-    queue = [(name, obj) for name, obj in view.children(checkpoint).items() if name != "replay"]
-    seen = set()
-    while queue:
-        path, obj = queue.pop(0)
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, tf.Variable):
-            if obj.dtype.is_floating and not bool(tf.reduce_all(tf.math.is_finite(obj))):
-                return f"{path} ({obj.name})"
-            continue
-        queue.extend((f"{path}/{name}", child) for name, child in view.children(obj).items())
-    return None

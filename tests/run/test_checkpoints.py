@@ -27,8 +27,8 @@ def _checkpoint_names(tmp_path):
 def test_every_checkpoint_is_marked_complete_and_only_keep_checkpoints_stay(tmp_path):
     _engine(tmp_path, checkpoint_interval=1, keep_checkpoints=2).train()
     assert [n for n, _, _ in complete_checkpoints(str(tmp_path / "checkpoints"))] == [4, 3]
-    assert _checkpoint_names(tmp_path) == [
-        "checkpoint", "ckpt-3.complete", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
+    assert _checkpoint_names(tmp_path) == [  # best/: the best evaluation's checkpoint, which pruning leaves
+        "best", "checkpoint", "ckpt-3.complete", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
         "ckpt-4.complete", "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-4")  # TF's index agrees
     names = {name.split("/")[0] for name, _ in tf.train.list_variables(newest_checkpoint(str(tmp_path)))}

@@ -6,7 +6,10 @@ restored: resume falls back to the newest sound one, sets the damaged one
 aside (moved, never deleted) with one warning line, and saves that iteration
 again; ``eval``, ``play`` and ``export`` fall back the same way but leave the
 directory as it is. Every checkpoint damaged, or a checkpoint of another
-network shape, is one line saying which of the two it is.
+network shape, is one line saying which of the two it is. A damaged best
+checkpoint (``checkpoints/best/``) chosen with ``--checkpoint best`` is one
+line naming it (no fallback: that would be another policy); resume sets it
+aside and training goes on.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 import tensorflow as tf
 
 from rlengine.errors import RLEngineError
+from rlengine.run.checkpoint_choice import DamagedCheckpointError
 from rlengine.run.checkpoint_files import mark_complete, marked_checkpoints
 from rlengine.run.checkpoints import complete_checkpoints, newest_checkpoint
 from rlengine.run.engine import Engine
@@ -315,3 +319,54 @@ def test_a_damaged_checkpoint_that_cannot_be_set_aside_stops_the_resume_in_one_l
         f"checkpoint {directory / 'ckpt-2'} is damaged (ckpt-2.index: checksum mismatch) and cannot be set aside "
         f"(Permission denied): move its files out of {directory}, then resume")
     assert sorted(os.listdir(directory)) == ["ckpt-1.complete", "ckpt-1.index", "ckpt-2.complete", "ckpt-2.index"]
+
+
+# -- the best checkpoint (checkpoints/best/) ---------------------------------------------------------
+def _best_file(root: Path, kind: str = DATA) -> Path:
+    """The ``trained`` run's best checkpoint: its evaluations at iterations 2 and 4 tie, so it is ``ckpt-2``."""
+    return root / "checkpoints" / "best" / f"ckpt-2.{kind}"
+
+
+def test_a_damaged_best_checkpoint_is_one_line_when_chosen_and_leaves_the_newest_ones_alone(trained, capsys):
+    _flip_byte(_best_file(trained))
+
+    with pytest.raises(DamagedCheckpointError) as caught:
+        _engine(trained).evaluate(num_episodes=1, checkpoint="best")
+
+    assert str(caught.value) == (
+        f"the best checkpoint {trained / 'checkpoints' / 'best' / 'ckpt-2'} is damaged (ckpt-2.{DATA}: checksum "
+        "mismatch): use --checkpoint latest or one of 4, 3; the next 'rlengine train' of this run sets it aside, "
+        "and its next evaluation writes a new best")
+    capsys.readouterr()
+    assert _engine(trained).evaluate(num_episodes=1)["eval/episodes"] == 1  # latest: no warning, nothing to skip
+    assert not _warnings(capsys.readouterr().err)
+
+
+def test_resume_sets_a_damaged_best_checkpoint_aside_and_its_next_evaluation_writes_a_new_one(trained, capsys):
+    damaged = _flip_byte(_best_file(trained))
+    capsys.readouterr()
+
+    result = Engine(tiny_config(str(trained), checkpoint_interval=1, keep_checkpoints=2, num_env_steps=48),
+                    extra_plugins=[("testing", testing_plugin())], force=True).train()
+
+    best = trained / "checkpoints" / "best"
+    aside = sorted(p for p in best.iterdir() if p.name.startswith("ckpt-2.damaged-"))
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("rlengine: warning:")]
+    assert warnings == [f"rlengine: warning: best checkpoint {best / 'ckpt-2'} is damaged (ckpt-2.{DATA}: checksum "
+                        f"mismatch); set aside as {aside[0]}; the run's next evaluation writes a new best"]
+    assert (aside[0] / f"ckpt-2.{DATA}").read_bytes() == damaged  # kept, never deleted
+    assert result.iterations == 6 and not _set_aside_dirs(trained, 4)  # resumed from ckpt-4 as ever
+    assert _engine(trained).newest_checkpoint("best") == str(best / "ckpt-6")  # the next evaluation's
+
+
+def test_a_best_checkpoint_tensorflow_cannot_read_is_one_line_naming_it(trained):
+    marker = trained / "checkpoints" / "best" / "ckpt-2.complete"
+    fields = json.loads(marker.read_text())
+    del fields["checksums"]  # a marker of the previous version: only TensorFlow's reading can tell
+    marker.write_text(json.dumps(fields))
+    _flip_byte(_best_file(trained, "index"))
+
+    with pytest.raises(DamagedCheckpointError, match=r"^checkpoint .*best/ckpt-2 is damaged \(unreadable: .*\): "
+                       r"choose another one with --checkpoint, or restore its files from a backup$") as caught:
+        _engine(trained).evaluate(num_episodes=1, checkpoint="best")
+    assert "\n" not in str(caught.value) and "another algorithm" not in str(caught.value)

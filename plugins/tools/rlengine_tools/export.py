@@ -12,7 +12,9 @@ Observations are raw environment observations with a leading batch
 dimension: the run's observation transformers are part of the model and
 apply their restored statistics without updating them. Actions are clipped
 to the action bounds, as in evaluation. ``signature.json`` and
-``README.txt`` in OUT_DIR describe the inputs and outputs.
+``README.txt`` in OUT_DIR describe the inputs and outputs, and name the
+checkpoint exported (``checkpoint``, ``iteration``, and for the best one
+``eval_return``, the evaluation return that made it best).
 """
 
 from __future__ import annotations
@@ -126,15 +128,18 @@ def describe(spec: Any) -> Any:
     return list(described) if isinstance(described, tuple) else described
 
 
-def signature(policy: ExportedPolicy, config: Any, checkpoint: str) -> dict:
-    """What ``signature.json`` says about the exported functions."""
+def signature(policy: ExportedPolicy, config: Any, checkpoint: dict) -> dict:
+    """What ``signature.json`` says about the exported functions; ``checkpoint`` is
+    :func:`rlengine_tools.rundir.checkpoint_summary` of the one exported."""
     spec = policy._time_step_spec
     out = {
         "format": 1,
         "algorithm": config.train.algorithm,
         "env": config.train.env,
         "transformers": list(config.train.transformers),
-        "checkpoint": checkpoint,
+        "checkpoint": checkpoint["checkpoint"],  # relative to the run's checkpoints/: ckpt-12, best/ckpt-12
+        "iteration": checkpoint["iteration"],
+        "eval_return": checkpoint["eval_return"],  # the best checkpoint's evaluation return in training, else null
         "stateful": policy.stateful,
         "observation": describe(spec.observation),
         "action": describe(policy._algorithm.action_spec),
@@ -150,7 +155,7 @@ def signature(policy: ExportedPolicy, config: Any, checkpoint: str) -> dict:
     return out
 
 
-README = """Greedy policy of an rlengine run ({algorithm} on {env}), exported from {checkpoint}.
+README = """Greedy policy of an rlengine run ({algorithm} on {env}), exported from {checkpoint}{source}.
 Loading and calling it needs TensorFlow only:
 
     import numpy as np, tensorflow as tf
@@ -181,8 +186,10 @@ def write_description(directory: str, out_dir: str, info: dict) -> None:
         f.write("\n")
     usage = STATEFUL_USAGE if info["stateful"] else STATELESS_USAGE
     usage = usage.format(obs=json.dumps(info["observation"]), act=json.dumps(info["action"]))
+    source = "" if info.get("eval_return") is None else \
+        f" (the best checkpoint: evaluation return {info['eval_return']:.2f} in training)"
     text = README.format(usage=usage, out_dir=out_dir, transformers=", ".join(info["transformers"]) or "none",
-                         algorithm=info["algorithm"], env=info["env"], checkpoint=info["checkpoint"])
+                         algorithm=info["algorithm"], env=info["env"], checkpoint=info["checkpoint"], source=source)
     with open(os.path.join(directory, README_FILE), "w") as f:
         f.write(text)
 
@@ -206,15 +213,20 @@ def save(policy: ExportedPolicy, out_dir: str, info: dict) -> None:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already when the swap succeeded
 
 
-def export_run(root_dir: str, out_dir: str, overrides: Iterable[str] = (), **engine_kwargs: Any) -> dict:
-    """Export the greedy policy of ``root_dir``'s newest checkpoint to ``out_dir``; returns the signature."""
-    from rlengine_tools.rundir import open_run, single_copy_overrides
+def export_run(root_dir: str, out_dir: str, overrides: Iterable[str] = (), checkpoint: str = "latest",
+               **engine_kwargs: Any) -> dict:
+    """Export the greedy policy of a checkpoint of ``root_dir`` to ``out_dir``; returns the signature.
+
+    ``checkpoint``: ``"latest"`` (the newest), ``"best"`` or an iteration number.
+    """
+    from rlengine_tools.rundir import checked_checkpoint, checkpoint_summary, open_run, single_copy_overrides
 
     check_out_dir(out_dir)
+    choice = checked_checkpoint(checkpoint)
     engine = open_run(root_dir, [*single_copy_overrides(), *overrides], command="export", **engine_kwargs)
-    with engine.restored() as components:
-        checkpoint = engine.newest_checkpoint()
+    with engine.restored(choice) as components:
+        summary = checkpoint_summary(engine.newest_checkpoint())  # inside the block: the one restored
         policy = ExportedPolicy(components.specs.raw_time_step, components.chain, components.algorithm)
-        info = signature(policy, engine.config, os.path.basename(checkpoint or ""))
+        info = signature(policy, engine.config, summary)
         save(policy, out_dir, info)
     return info

@@ -1,4 +1,4 @@
-"""``rlengine play``: watch the greedy policy of a run's newest checkpoint, optionally recorded.
+"""``rlengine play``: watch the greedy policy of one of a run's checkpoints, optionally recorded.
 
 One environment copy plays ``episodes`` episodes with the evaluator's
 greedy step (transformers applied without updating statistics, actions
@@ -130,23 +130,35 @@ def _even_size(frame: np.ndarray) -> np.ndarray:
 
 def play_run(root_dir: str, num_episodes: int = 1, record: Optional[str] = None, fps: int = 30,
              overrides: Any = (), on_episode: Optional[Callable[[int, Episode], None]] = None,
+             checkpoint: str = "latest", on_checkpoint: Optional[Callable[[dict], None]] = None,
              **engine_kwargs: Any) -> list:
     """Open ``root_dir``, play ``num_episodes`` greedy episodes, and record them if asked.
 
-    Returns the list of :class:`Episode`.
+    ``checkpoint``: ``"latest"`` (the newest), ``"best"`` or an iteration
+    number; ``on_checkpoint(summary)`` is called once it is restored, with
+    :func:`rlengine_tools.rundir.checkpoint_summary`. Returns the list of :class:`Episode`.
     """
-    from rlengine_tools.rundir import enable_rendering, open_run, single_copy_overrides
+    from rlengine_tools.rundir import (
+        checked_checkpoint,
+        checkpoint_summary,
+        enable_rendering,
+        open_run,
+        single_copy_overrides,
+    )
 
     if num_episodes < 1:
         raise RLEngineError(f"--episodes must be at least 1, got {num_episodes}")
     if fps < 1:
         raise RLEngineError(f"--fps must be at least 1, got {fps}")
     check_record_path(record)
+    choice = checked_checkpoint(checkpoint)
     engine = open_run(root_dir, [*single_copy_overrides(), *overrides], command="play", **engine_kwargs)
     if record:
         enable_rendering(engine)
     env_name = f"{engine.config.train.env!r} ({engine.environment_section()[1].__name__})"
-    with engine.restored() as components:
+    with engine.restored(choice) as components:
+        if on_checkpoint is not None:
+            on_checkpoint(checkpoint_summary(engine.newest_checkpoint()))
         episodes, frames = play_episodes(components, num_episodes, env_name, bool(record), on_episode)
     if record:
         write_video(record, frames, fps)

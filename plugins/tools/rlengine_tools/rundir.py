@@ -3,7 +3,9 @@
 A run directory is what ``rlengine train`` writes: ``config.toml`` (the
 effective config), ``checkpoints/``, ``metrics.jsonl`` and ``tensorboard/``.
 Its config is rebuilt with ``train.root_dir`` pointing at the directory,
-so the newest checkpoint there is the one restored.
+so its checkpoints are the ones restored: the newest by default, or the one
+``--checkpoint`` chooses (``best``, of the best evaluation return, kept in
+``checkpoints/best/``; or an iteration number).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import attrs
 from rlengine import ConfigError, RLEngineError
 
 CONFIG_FILE = "config.toml"
+CHECKPOINT_HELP = ("which checkpoint: latest (the newest, default), best (of the best evaluation return) or "
+                   "an iteration number")
 
 
 class RunDirError(RLEngineError):
@@ -36,6 +40,55 @@ def check_run_dir(root_dir: str, command: str = "eval") -> str:
         raise RunDirError(f"{root_dir!r} is not an rlengine run directory (no {CONFIG_FILE}): pass the "
                           f"directory that 'rlengine train' wrote, e.g. runs/<run-name>")
     return config_path
+
+
+def checked_checkpoint(text: str) -> str:
+    """``--checkpoint``'s text, checked before TensorFlow is imported (the engine checks it again)."""
+    word = str(text).strip().lower()
+    if word in ("latest", "best") or word.isdigit():
+        return word
+    raise RLEngineError(f"--checkpoint {text!r} is not a choice: use latest, best or an iteration number "
+                        "(e.g. --checkpoint best)")
+
+
+def checkpoint_summary(prefix: str) -> dict:
+    """Which checkpoint was restored, for a command's output: ``checkpoint``, ``iteration``, ``eval_return``.
+
+    ``checkpoint`` is the prefix relative to the run's ``checkpoints/``
+    (``ckpt-12``, or ``best/ckpt-12`` for the best one); ``iteration`` and,
+    for the best one, ``eval_return`` (the evaluation return that made it
+    best; else None) come from its marker ``<prefix>.complete``.
+    """
+    directory, name = os.path.split(prefix)
+    best = os.path.basename(directory) == "best"
+    try:
+        with open(prefix + ".complete", encoding="utf-8") as f:
+            marker = json.load(f)
+    except (OSError, ValueError):  # replaced since it was restored (a training run wrote a new best)
+        marker = {}
+    marker = marker if isinstance(marker, dict) else {}
+    iteration = marker.get("iteration")
+    if not isinstance(iteration, int):
+        tail = name.rsplit("-", 1)[-1]
+        iteration = int(tail) if tail.isdigit() else None
+    eval_return = marker.get("eval_return") if best else None
+    return {"checkpoint": f"best/{name}" if best else name, "iteration": iteration,
+            "eval_return": float(eval_return) if isinstance(eval_return, (int, float)) else None}
+
+
+def describe_checkpoint(summary: dict) -> str:
+    """``best checkpoint of iteration 12, which scored 7.50 in training``, or ``checkpoint of iteration 12``."""
+    if not summary["checkpoint"].startswith("best/"):
+        return f"checkpoint of iteration {summary['iteration']}"
+    scored = "" if summary["eval_return"] is None else f", which scored {summary['eval_return']:.2f} in training"
+    return f"best checkpoint of iteration {summary['iteration']}{scored}"
+
+
+def evaluate_checkpoint(engine: Any, choice: str = "latest") -> tuple[dict, dict]:
+    """The evaluator's metrics of the checkpoint ``choice`` names, and :func:`checkpoint_summary` of it."""
+    with engine.restored(choice) as components:
+        summary = checkpoint_summary(engine.newest_checkpoint())  # inside the block: the one restored
+        return components.evaluator.run(), summary
 
 
 def open_run(root_dir: str, overrides: Iterable[str] = (), command: str = "eval", **engine_kwargs: Any):

@@ -7,6 +7,7 @@ import json
 from typing import Optional
 
 from rlengine.api.command import Command
+from rlengine.commands import seeds
 
 TRAIN_FLAGS = {  # flag -> train.<key>
     "algorithm": "algorithm", "env": "env", "num_envs": "num_envs",
@@ -33,17 +34,19 @@ class Train(Command):
                        help="op determinism: a resumed run ends as an uninterrupted one would (train.deterministic)")
         t.add_argument("--force", action="store_true",
                        help="resume --root-dir even though its config.toml differs from this run's config")
+        t.add_argument("--seeds", metavar="LIST",
+                       help="one run per seed, e.g. 0-4 or 0,2,5: --root-dir DIR gets DIR/seed-N each (docs/seeds.md)")
+        t.add_argument("--jobs", type=int, metavar="N",
+                       help=f"with --seeds: runs at a time (default: {seeds.DEFAULT_JOBS_TEXT})")
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.seeds is not None or args.jobs is not None:  # a parent of one child process per seed
+            from rlengine.commands.seed_processes import train_seeds
+
+            return train_seeds(args, train_overrides(args, skip=seeds.PER_SEED_FLAGS))
         from rlengine.run.engine import Engine
 
-        overrides = [f"train.{key}={json.dumps(getattr(args, flag), ensure_ascii=False)}"
-                     for flag, key in TRAIN_FLAGS.items() if getattr(args, flag) is not None]
-        if args.eager:
-            overrides.append("train.eager=true")
-        if args.deterministic:
-            overrides.append("train.deterministic=true")
-        engine = Engine(args.config, overrides + args.set, plugins=getattr(args, "plugins", None),
+        engine = Engine(args.config, train_overrides(args), plugins=getattr(args, "plugins", None),
                         disabled_plugins=args.disable_plugin, force=args.force)
         result = engine.train()
         status = "reached" if result.reached_target else "did not reach"
@@ -54,6 +57,17 @@ class Train(Command):
         print(f"rlengine: logs, metrics.jsonl and checkpoints are in {result.root_dir}")
         print(f"rlengine: view them with: tensorboard --logdir {result.root_dir}")
         return 0
+
+
+def train_overrides(args: argparse.Namespace, skip: tuple = ()) -> list:
+    """The flags (but those in ``skip``) as ``train.<key>`` overrides, then the ``--set`` ones (which win)."""
+    overrides = [f"train.{key}={json.dumps(getattr(args, flag), ensure_ascii=False)}"
+                 for flag, key in TRAIN_FLAGS.items() if flag not in skip and getattr(args, flag) is not None]
+    if args.eager:
+        overrides.append("train.eager=true")
+    if args.deterministic:
+        overrides.append("train.deterministic=true")
+    return overrides + args.set
 
 
 def _fmt(value: Optional[float]) -> str:

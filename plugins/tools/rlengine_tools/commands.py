@@ -1,4 +1,4 @@
-"""The commands on run directories: ``rlengine eval``, ``play``, ``export`` and ``plot``.
+"""The commands on run directories: ``rlengine eval``, ``play``, ``export`` and ``plot`` (``runs``: runs.py).
 
 ``rlengine --help`` imports this module to list them, so it imports no
 TensorFlow: each ``run`` imports the module that does the work.
@@ -34,11 +34,18 @@ def import_tensorflow_quietly() -> None:
     import rlengine.collect  # noqa: F401  (its __init__ imports TensorFlow quietly)
 
 
+def add_checkpoint_argument(parser: argparse.ArgumentParser) -> None:
+    from rlengine_tools.rundir import CHECKPOINT_HELP  # no TensorFlow there at import
+
+    parser.add_argument("--checkpoint", default="latest", metavar="best|latest|N", help=CHECKPOINT_HELP)
+
+
 class Eval(Command):
-    help = "evaluate the greedy policy of a run's newest checkpoint"
+    help = "evaluate the greedy policy of a run's checkpoint (the newest, or --checkpoint best|N)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("root_dir", metavar="ROOT_DIR", help=ROOT_HELP)
+        add_checkpoint_argument(parser)
         parser.add_argument("--episodes", type=int, metavar="N",
                             help="evaluation episodes (default: the run's train.num_eval_episodes)")
         parser.add_argument("--seed", type=int, metavar="N",
@@ -46,29 +53,33 @@ class Eval(Command):
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of a sentence")
 
     def run(self, args: argparse.Namespace) -> int:
-        from rlengine_tools.rundir import open_run
+        from rlengine_tools.rundir import checked_checkpoint, describe_checkpoint, evaluate_checkpoint, open_run
 
         if args.episodes is not None and args.episodes < 1:
             raise RLEngineError(f"--episodes must be at least 1, got {args.episodes}")
-        engine = open_run(args.root_dir, seed_overrides(args), command="eval", **engine_kwargs(args))
-        m = engine.evaluate(args.episodes)
-        result = {"root_dir": args.root_dir, "episodes": int(m["eval/episodes"]),
+        choice = checked_checkpoint(args.checkpoint)
+        episodes = [] if args.episodes is None else [f"train.num_eval_episodes={args.episodes}"]
+        engine = open_run(args.root_dir, [*seed_overrides(args), *episodes], command="eval", **engine_kwargs(args))
+        m, summary = evaluate_checkpoint(engine, choice)
+        result = {"root_dir": args.root_dir, "checkpoint": summary["checkpoint"], "iteration": summary["iteration"],
+                  "checkpoint_eval_return": summary["eval_return"], "episodes": int(m["eval/episodes"]),
                   "mean_return": m["eval/average_return"], "std_return": m["eval/std_return"],
                   "mean_length": m["eval/average_length"]}
         if args.json:
             print(json.dumps(result))
         else:
-            print(f"rlengine: {result['episodes']} episodes of {args.root_dir}: mean return "
-                  f"{result['mean_return']:.2f}, std {result['std_return']:.2f}, "
+            print(f"rlengine: {result['episodes']} episodes of {args.root_dir} ({describe_checkpoint(summary)}): "
+                  f"mean return {result['mean_return']:.2f}, std {result['std_return']:.2f}, "
                   f"mean length {result['mean_length']:.1f}")
         return 0
 
 
 class Play(Command):
-    help = "run the greedy policy of a run's newest checkpoint, optionally recorded"
+    help = "run the greedy policy of a run's checkpoint (the newest, or --checkpoint best|N), optionally recorded"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("root_dir", metavar="ROOT_DIR", help=ROOT_HELP)
+        add_checkpoint_argument(parser)
         parser.add_argument("--episodes", type=int, default=1, metavar="N",
                             help="episodes to play in one environment copy")
         parser.add_argument("--record", metavar="OUT.gif|OUT.mp4",
@@ -81,12 +92,16 @@ class Play(Command):
     def run(self, args: argparse.Namespace) -> int:
         import_tensorflow_quietly()
         from rlengine_tools.play import play_run
+        from rlengine_tools.rundir import describe_checkpoint
 
         def show(index: int, episode: Any) -> None:
             print(f"episode {index + 1}: return {episode.episode_return:.2f}, length {episode.length}", flush=True)
 
+        def announce(summary: dict) -> None:
+            print(f"rlengine: playing {args.root_dir} ({describe_checkpoint(summary)})", flush=True)
+
         play_run(args.root_dir, args.episodes, args.record, args.fps, seed_overrides(args), on_episode=show,
-                 **engine_kwargs(args))
+                 checkpoint=args.checkpoint, on_checkpoint=announce, **engine_kwargs(args))
         if args.record:
             print(f"rlengine: recorded to {args.record}")
         return 0
@@ -100,34 +115,41 @@ class Export(Command):
         parser.add_argument("out_dir", metavar="OUT_DIR",
                             help="new directory for the SavedModel, signature.json and README.txt (an earlier "
                                  "export there is replaced)")
+        add_checkpoint_argument(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         import_tensorflow_quietly()
         from rlengine_tools.export import export_run
+        from rlengine_tools.rundir import describe_checkpoint
 
-        info = export_run(args.root_dir, args.out_dir, **engine_kwargs(args))
+        info = export_run(args.root_dir, args.out_dir, checkpoint=args.checkpoint, **engine_kwargs(args))
         calls = "initial_state(batch_size), step(observation, step_type, state)" if info["stateful"] \
             else "action(observation)"
-        print(f"rlengine: exported the greedy policy of {args.root_dir} ({info['checkpoint']}) to {args.out_dir}; "
-              f"load it with tf.saved_model.load and call {calls}; see {args.out_dir}/README.txt")
+        print(f"rlengine: exported the greedy policy of {args.root_dir} ({describe_checkpoint(info)}) to "
+              f"{args.out_dir}; load it with tf.saved_model.load and call {calls}; see {args.out_dir}/README.txt")
         return 0
 
 
 class Plot(Command):
-    help = "draw learning curves of one or more runs from their metrics.jsonl"
+    help = "draw learning curves of runs from their metrics.jsonl (several seeds: their mean and a confidence band)"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("root_dirs", nargs="+", metavar="ROOT_DIR",
-                            help="run directories, overlaid, labelled by name")
+        parser.add_argument("root_dirs", nargs="+", metavar="DIR",
+                            help="run directories, or directories holding runs (e.g. the --root-dir of train --seeds)")
         parser.add_argument("--out", required=True, metavar="CURVE.png",
                             help="image file to write (its extension picks the format: .png, .svg, .pdf)")
         parser.add_argument("--metric", default="eval/average_return",
                             help="metric of metrics.jsonl drawn as the main curve, next to train/episode_return")
+        parser.add_argument("--smooth", type=int, default=1, metavar="K",
+                            help="trailing moving average over the last K points of each run (default 1: none)")
+        parser.add_argument("--iqm", action="store_true",
+                            help="seeds of one config: draw the interquartile mean instead of the mean")
+        parser.add_argument("--no-groups", action="store_true",
+                            help="overlay every run on its own, even seeds of one config")
 
     def run(self, args: argparse.Namespace) -> int:
-        from rlengine_tools.plot import plot_runs  # no TensorFlow: plotting reads metrics.jsonl only
+        from rlengine_tools.plot import plot_dirs  # no TensorFlow: plotting reads metrics.jsonl only
 
-        curves = plot_runs(args.root_dirs, args.out, args.metric)
-        runs = len(args.root_dirs)
-        print(f"rlengine: wrote {args.out} ({runs} run{'s' * (runs != 1)}, {len(curves)} curves)")
+        drawn = plot_dirs(args.root_dirs, args.out, args.metric, args.smooth, args.iqm, not args.no_groups)
+        print(f"rlengine: wrote {args.out} ({drawn})")
         return 0

@@ -1,22 +1,36 @@
 """``rlengine plot``: learning curves of one or more runs from their ``metrics.jsonl``.
 
-Two panels, return against env steps and against wall time, with every run
-overlaid in its own colour and labelled by its directory name: the chosen
-metric (by default the evaluation return) as a solid line with markers, and
-the training episode return as a faint line of the same colour.
+A directory that is not a run stands for the runs under it (``rlengine
+train --seeds`` writes ``P/seed-N``). Runs are grouped by config
+(:mod:`rlengine_tools.bands`); when a group holds several seeds, each group
+is drawn as its mean (or ``--iqm``) against env steps with a bootstrapped 95%
+band, labelled by the keys that tell the groups apart.
+
+Otherwise (every run its own config, or ``--no-groups``) the runs are
+overlaid in two panels, return against env steps and against wall time, each
+in its own colour and labelled by its directory name: the chosen metric (by
+default the evaluation return) as a solid line with markers, and the training
+episode return as a faint line of the same colour.
+
+``--smooth K`` replaces each run's values by their trailing moving average
+over the last K points, before anything else.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import os
-from typing import Iterable
+from typing import Any, Iterable
 
 import attrs
+import numpy as np
 
 from rlengine import RLEngineError
+from rlengine_tools import bands
+from rlengine_tools.runs import cumulative_wall_time, find_runs, is_run, read_config, read_rows, status_of
+
+__all__ = ["Curve", "cumulative_wall_time", "draw", "load_curves", "plot_dirs", "plot_runs", "read_rows"]
 
 METRICS_FILE = "metrics.jsonl"
 EVAL_RETURN = "eval/average_return"
@@ -45,34 +59,13 @@ def metrics_path(root_dir: str) -> str:
     return path
 
 
-def read_rows(path: str) -> list:
-    """Every complete JSON row; a torn last line (a run killed mid-write) is skipped."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # only a crash mid-row leaves such a line; the rows around it are whole
-    return rows
-
-
-def cumulative_wall_time(rows: list) -> list:
-    """Wall time that keeps growing across resumes (each process restarts its clock at 0)."""
+def run_dirs(paths: Iterable[str]) -> list:
+    """Each path if it is a run, else the runs under it (a missing path: the one-line error of metrics_path)."""
     out: list = []
-    offset, last = 0.0, None
-    for row in rows:
-        t = row.get("wall_time")
-        if not isinstance(t, (int, float)):
-            out.append(None)
-            continue
-        if last is not None and t < last:
-            offset += last  # a resumed process: continue from where the previous one stopped
-        last = t
-        out.append(t + offset)
+    for path in map(str, paths):
+        if not os.path.isdir(path):
+            metrics_path(path)  # raises, naming what is wrong
+        out.extend([path] if is_run(path) else find_runs(path))
     return out
 
 
@@ -95,15 +88,22 @@ def run_label(root_dir: str) -> str:
     return os.path.basename(os.path.normpath(root_dir)) or root_dir
 
 
-def load_curves(root_dirs: Iterable[str], metric: str) -> list:
-    """Curves of ``metric`` (and the training episode return) for every run."""
+def smoothed(curve: Curve, k: int) -> Curve:
+    """``curve`` with its values replaced by their trailing moving average over ``k`` points."""
+    values = bands.smooth(np.array([p[2] for p in curve.points], float), k)
+    curve.points = [(x, t, float(v)) for (x, t, _), v in zip(curve.points, values)]
+    return curve
+
+
+def load_curves(root_dirs: Iterable[str], metric: str, smooth: int = 1) -> list:
+    """Curves of ``metric`` (and the training episode return) for every run, smoothed over ``smooth`` points."""
     metrics = [metric] if metric == TRAIN_RETURN else [metric, TRAIN_RETURN]
     curves: list = []
     seen_keys: set = set()
     for root_dir in root_dirs:
         rows = read_rows(metrics_path(root_dir))
         seen_keys.update(k for row in rows for k in row)
-        curves.extend(curves_of(rows, run_label(root_dir), metrics))
+        curves.extend(smoothed(c, smooth) for c in curves_of(rows, run_label(root_dir), metrics))
     if not any(c.metric == metric for c in curves):
         numeric = sorted(k for k in seen_keys if k not in ("iteration", "env_steps", "wall_time"))
         raise RLEngineError(f"no run has values of metric {metric!r} in its {METRICS_FILE}." +
@@ -118,8 +118,7 @@ def close_matches(name: str, choices: Iterable[str]) -> str:
     return " Did you mean " + " or ".join(repr(m) for m in matches) + "?" if matches else ""
 
 
-def draw(curves: list, out: str, metric: str) -> None:
-    """Draw both panels and save the figure to ``out`` (its extension picks the format)."""
+def pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
@@ -127,6 +126,23 @@ def draw(curves: list, out: str, metric: str) -> None:
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save(figure: Any, out: str) -> None:
+    """Write ``figure`` to ``out`` (its extension picks the format), then close it."""
+    plt = pyplot()
+    try:
+        figure.savefig(out, dpi=100)
+    except (OSError, ValueError) as err:
+        raise RLEngineError(f"cannot write the plot to {out!r}: {err}") from None
+    finally:
+        plt.close(figure)
+
+
+def draw(curves: list, out: str, metric: str) -> None:
+    """Draw both panels and save the figure to ``out`` (its extension picks the format)."""
+    plt = pyplot()
     labels = list(dict.fromkeys(c.label for c in curves))
     colours = {label: f"C{i % 10}" for i, label in enumerate(labels)}
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
@@ -144,16 +160,79 @@ def draw(curves: list, out: str, metric: str) -> None:
     axes[0].legend(fontsize=8, loc="best")
     figure.suptitle(metric if metric == TRAIN_RETURN else f"{metric} (solid) and {TRAIN_RETURN} (faint)")
     figure.tight_layout()
-    try:
-        figure.savefig(out, dpi=100)
-    except (OSError, ValueError) as err:
-        raise RLEngineError(f"cannot write the plot to {out!r}: {err}") from None
-    finally:
-        plt.close(figure)
+    save(figure, out)
 
 
-def plot_runs(root_dirs: Iterable[str], out: str, metric: str = EVAL_RETURN) -> list:
-    """Plot the runs' curves into ``out``; returns the curves drawn."""
-    curves = load_curves(root_dirs, metric)
+def plot_runs(root_dirs: Iterable[str], out: str, metric: str = EVAL_RETURN, smooth: int = 1) -> list:
+    """Overlay the runs' curves in ``out``; returns the curves drawn."""
+    curves = load_curves(root_dirs, metric, smooth)
     draw(curves, out, metric)
     return curves
+
+
+def plot_dirs(paths: Iterable[str], out: str, metric: str = EVAL_RETURN, smooth: int = 1, iqm: bool = False,
+              groups: bool = True) -> str:
+    """Plot the runs in ``paths`` into ``out``, grouped when a config has several seeds; what was drawn, in words."""
+    if smooth < 1:
+        raise RLEngineError(f"--smooth must be at least 1 (1: no smoothing), got {smooth}")
+    runs = run_dirs(paths)
+    grouped = bands.group_runs(runs, read_config) if groups else []
+    if any(len(set(g.seeds)) > 1 for g in grouped):
+        drawn = plot_groups(grouped, out, metric, smooth, iqm)
+        return f"{len(runs)} runs in {len(drawn)} group{'s' * (len(drawn) != 1)}: " + "; ".join(g.label for g in drawn)
+    curves = plot_runs(runs, out, metric, smooth)
+    return f"{len(runs)} run{'s' * (len(runs) != 1)}, {len(curves)} curves"
+
+
+# -- groups of seeds ---------------------------------------------------------------------
+def group_curves(group: bands.Group, metric: str, smooth: int) -> list:
+    """``(run, seed, (x, y), finished)`` of each run of ``group`` with values of ``metric``, ``y`` smoothed."""
+    out = []
+    for run, seed in zip(group.runs, group.seeds):
+        rows = read_rows(metrics_path(run))
+        points = [(r["env_steps"], r[metric]) for r in rows if isinstance(r.get(metric), (int, float))
+                  and math.isfinite(r[metric]) and isinstance(r.get("env_steps"), (int, float))]
+        if points:
+            x, y = zip(*sorted(points))
+            curve = (np.array(x, float), bands.smooth(np.array(y, float), smooth))
+            out.append((run, seed, curve, status_of(run, read_config(run), rows) == "finished"))
+    return out
+
+
+def plot_groups(groups: list, out: str, metric: str, smooth: int = 1, iqm: bool = False) -> list:
+    """Draw each group's mean (or IQM) and bootstrapped 95% band against env steps, each run as a faint line;
+    returns the groups drawn."""
+    statistic, name = (bands.iqm, "IQM") if iqm else (bands.mean, "mean")
+    drawn = []
+    for group in groups:
+        kept = group_curves(group, metric, smooth)
+        if kept:  # a run without values of the metric (e.g. killed before its first evaluation) is left out
+            group.runs, group.seeds = [k[0] for k in kept], [k[1] for k in kept]
+            drawn.append((group, [k[2] for k in kept], [k[3] for k in kept]))
+    if not drawn:  # the overlay's loader names the metrics the runs do have
+        load_curves([run for g in groups for run in g.runs], metric)
+    bands.group_labels([group for group, _, _ in drawn])
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(9, 5))
+    held = False
+    for i, (group, curves, finished) in enumerate(drawn):
+        grid, values = bands.on_grid(curves, finished)
+        centre, low, high = bands.band(values, statistic)
+        colour = f"C{i % 10}"
+        for x, y in curves:
+            axis.plot(x, y, color=colour, alpha=0.3, linewidth=0.8)
+        axis.plot(grid, centre, color=colour, linewidth=2.2, label=group.label)
+        axis.fill_between(grid, low, high, color=colour, alpha=0.2, linewidth=0)
+        held = held or any(done and x[-1] < grid[-1] for (x, _), done in zip(curves, finished))
+    axis.set_xlabel("env steps")
+    axis.set_ylabel(metric)
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=9, loc="best")
+    smoothing = f", smoothed over {smooth} points" if smooth > 1 else ""
+    note = "\nfaint: each seed; a run that finished early (at its target) keeps its last value" if held \
+        else "; faint: each seed"
+    axis.set_title(f"{name} over seeds; shaded: 95% bootstrap confidence interval ({bands.RESAMPLES} resamples)"
+                   f"{smoothing}{note}", fontsize=10)
+    figure.tight_layout()
+    save(figure, out)
+    return [group for group, _, _ in drawn]

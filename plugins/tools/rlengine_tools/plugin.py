@@ -20,6 +20,7 @@ COMMANDS = {
     "play": "rlengine_tools.commands:Play",
     "export": "rlengine_tools.commands:Export",
     "plot": "rlengine_tools.commands:Plot",
+    "runs": "rlengine_tools.runs:Runs",
 }
 
 

@@ -90,6 +90,78 @@ def test_export_loads_in_process_and_matches_the_evaluator(toy_run, tmp_path):
     assert "policy.action(observation)" in open(os.path.join(out, "README.txt")).read()
 
 
+# -- --checkpoint best|latest|N ------------------------------------------------------------------------
+def run_tool(capsys, *argv):
+    """What ``rlengine ...`` does, with the testing kit's plugins (the toy run's env and algorithm)."""
+    from rlengine.plugin.manager import build_plugins
+
+    plugins = build_plugins(extra_plugins=[("testing", testing_plugin())])
+    commands, words = cli.commands_of(plugins), [str(a) for a in argv]
+    args = cli.parser(commands).parse_args(words)
+    args.plugins, args.argv = plugins, words
+    try:
+        code = commands[args.command].run(args)
+    except Exception as exc:
+        code = cli.report(exc, words, False)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_eval_of_the_best_checkpoint_names_its_iteration_and_return(capsys, toy_run):
+    # the toy's evaluations at iterations 2, 4, 6 and 8 all score 8: the first is the best, ckpt-8 the newest
+    code, out, err = run_tool(capsys, "eval", toy_run, "--checkpoint", "best", "--episodes", 2, "--json")
+    result = json.loads(out)
+    _, text, _ = run_tool(capsys, "eval", toy_run, "--checkpoint", "best", "--episodes", 2)
+
+    assert code == 0, err
+    assert {k: result[k] for k in ("checkpoint", "iteration", "checkpoint_eval_return", "episodes")} == {
+        "checkpoint": "best/ckpt-2", "iteration": 2, "checkpoint_eval_return": 8.0, "episodes": 2}
+    assert f"2 episodes of {toy_run} (best checkpoint of iteration 2, which scored 8.00 in training): mean " in text
+
+
+def test_eval_of_an_iteration_number_and_of_one_not_kept(capsys, toy_run):
+    code, out, _ = run_tool(capsys, "eval", toy_run, "--checkpoint", 8, "--json")
+    assert code == 0 and json.loads(out)["checkpoint"] == "ckpt-8"
+    assert json.loads(out)["checkpoint_eval_return"] is None
+
+    code, _, err = run_tool(capsys, "eval", toy_run, "--checkpoint", 5)
+    assert code == 2 and one_line_error(err) == (
+        f"rlengine: error: {toy_run!r} has no sound checkpoint of iteration 5 (kept: 8, 2): use one of those, "
+        "latest or best")
+
+
+def test_play_says_which_checkpoint_it_plays(capsys, toy_run):
+    code, out, err = run_tool(capsys, "play", toy_run, "--checkpoint", "latest")
+    assert code == 0, err
+    assert out.splitlines()[0] == f"rlengine: playing {toy_run} (checkpoint of iteration 8)"
+
+
+def test_export_of_the_best_checkpoint_records_it(capsys, toy_run, tmp_path):
+    out = tmp_path / "model"
+    code, text, err = run_tool(capsys, "export", toy_run, out, "--checkpoint", "best")
+    signature = json.load(open(out / "signature.json"))
+
+    assert code == 0, err
+    assert f"of {toy_run} (best checkpoint of iteration 2, which scored 8.00 in training) to {out};" in text
+    assert {k: signature[k] for k in ("checkpoint", "iteration", "eval_return")} == {
+        "checkpoint": "best/ckpt-2", "iteration": 2, "eval_return": 8.0}
+    assert json.load(open(out / "rlengine-export.json"))["checkpoint"] == "best/ckpt-2"
+    assert "exported from best/ckpt-2 (the best checkpoint: evaluation return 8.00 in training)." in \
+        (out / "README.txt").read_text()
+    assert export_run(toy_run, str(out), checkpoint="8", **kit_plugins())["eval_return"] is None  # replaced
+
+
+@pytest.mark.parametrize("command", ["eval", "play", "export"])
+def test_a_checkpoint_that_is_no_choice_is_refused_before_anything_is_built(capsys, toy_run, tmp_path, command):
+    args = [command, toy_run, *([tmp_path / "out"] if command == "export" else []), "--checkpoint", "worst"]
+    code, _, err = run_main(capsys, *args)  # without the testing kit: the toy run could not even be built
+
+    assert code == 2 and one_line_error(err) == (
+        "rlengine: error: --checkpoint 'worst' is not a choice: use latest, best or an iteration number "
+        "(e.g. --checkpoint best)")
+    assert not (tmp_path / "out").exists()
+
+
 def test_export_refuses_a_directory_that_is_not_an_earlier_export(toy_run, tmp_path):
     (tmp_path / "notes.txt").write_text("keep me")
     with pytest.raises(RLEngineError, match="is not an earlier export: choose a new or empty directory"):
@@ -184,6 +256,20 @@ def test_cli_eval_prints_episodes_mean_and_std(capsys, cartpole_run):
 
 
 @pytest.mark.first_party
+def test_cli_eval_of_the_best_checkpoint_restores_the_best_evaluation(capsys, cartpole_run):
+    rows = [json.loads(line) for line in open(os.path.join(cartpole_run, "metrics.jsonl"))]
+    scores = [(row["eval/average_return"], row["iteration"]) for row in rows if "eval/average_return" in row]
+    best_score = max(score for score, _ in scores)
+    first_best = min(iteration for score, iteration in scores if score == best_score)  # ties keep the first
+    code, out, err = run_main(capsys, "eval", cartpole_run, "--checkpoint", "best", "--episodes", 2, "--json")
+    result = json.loads(out)
+
+    assert code == 0, err
+    assert result["checkpoint"] == f"best/ckpt-{first_best}" and result["iteration"] == first_best
+    assert result["checkpoint_eval_return"] == best_score
+
+
+@pytest.mark.first_party
 def test_cli_play_records_a_gif_of_every_step(capsys, cartpole_run, tmp_path):
     from PIL import Image
 
@@ -211,7 +297,7 @@ def test_cli_play_records_an_mp4(capsys, cartpole_run, tmp_path):
 
     out = tmp_path / "play.mp4"
     code, text, err = run_main(capsys, "play", cartpole_run, "--record", out)
-    length = int(text.splitlines()[0].rsplit(" ", 1)[1])
+    length = int(next(line for line in text.splitlines() if line.startswith("episode ")).rsplit(" ", 1)[1])
     frames = iio.imread(out, plugin="FFMPEG")  # through imageio-ffmpeg, as written
 
     assert code == 0, err

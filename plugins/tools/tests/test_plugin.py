@@ -13,7 +13,7 @@ import pytest
 
 from rlengine import cli
 
-COMMANDS = ["eval", "export", "play", "plot"]
+COMMANDS = ["eval", "export", "play", "plot", "runs"]
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "rlengine_tools"
 # What a plugin may import of rlengine (the facade and its public kits); rlengine.run, .plugin,
 # .config and .pipelines are the core's own.

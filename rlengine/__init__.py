@@ -48,6 +48,9 @@ _WHERE = {
     "n_step_return": "rlengine.learn.returns",
     "Engine": "rlengine.run.engine",
     "TrainResult": "rlengine.run.trainer",
+    "load": "rlengine.run.policy_load",
+    "Policy": "rlengine.run.policy",
+    "PolicyState": "rlengine.run.policy",
 }
 _MODULES = {"random": "rlengine.api.seeding"}  # the run's checkpointed random generator
 _NO_TENSORFLOW = {"rlengine.api.command", "rlengine.api.noconfig", "rlengine.api.pipeline", "rlengine.api.run",

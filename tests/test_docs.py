@@ -135,9 +135,10 @@ GENERATED = {os.path.basename(p) for p in (HOOKS_PAGE, CLI_PAGE, CONFIG_PAGE)}  
 PLUGIN_PAGE_FILES = {"setup.py", "tests/test_my_plugin.py",
                      *(f"my_plugin/{m}.py" for m in ("plugin", "algorithm", "qlearner", "optimizers", "environment",
                                                      "transformer", "writer", "distributions", "pipeline", "command",
-                                                     "checks"))}
+                                                     "checks", "callback"))}
 #: The other Python examples, each run by the test named here.
-OTHER_EXAMPLES = {"quickstart.md": ["test_quickstart_python_example_runs"]}
+OTHER_EXAMPLES = {"quickstart.md": ["test_quickstart_python_example_runs"],
+                  "predict.md": ["test_predict_page_example_runs[0]", "test_predict_page_example_runs[1]"]}
 #: Modules of the core an example may import: the facade and the kits.
 PUBLIC_MODULES = ("rlengine", "rlengine.collect", "rlengine.learn", "rlengine.testing")
 KITS = {m.split(".")[1] for m in PUBLIC_MODULES if "." in m}
@@ -170,7 +171,7 @@ def test_every_python_example_of_the_docs_is_run_by_a_test():
     others = {page: len(python_blocks(page)) for page in example_pages() if page != "plugins.md"}
     assert {p: n for p, n in others.items() if n} == {p: len(t) for p, t in OTHER_EXAMPLES.items()}, (
         "a Python block outside docs/plugins.md needs a test of its own, listed in OTHER_EXAMPLES")
-    tests = {name for names in OTHER_EXAMPLES.values() for name in names}
+    tests = {name.split("[")[0] for names in OTHER_EXAMPLES.values() for name in names}  # [i]: a parameter
     assert tests <= set(globals()), f"OTHER_EXAMPLES names a test that does not exist: {tests - set(globals())}"
 
 
@@ -271,7 +272,8 @@ def test_plugins_page_examples_register_and_train_together(my_plugin, tmp_path, 
     registered = build_plugins(load_entry_points=False,
                                extra_plugins=[("my-plugin", my_plugin)]).registered_by("my-plugin")
     expected = {"algorithms": ["qlearn", "vpg"], "environments": ["linewalk"], "transformers": ["scale_by_max"],
-                "writers": ["csv"], "distributions": ["laplace"], "pipelines": ["round_robin"], "commands": ["score"]}
+                "writers": ["csv"], "distributions": ["laplace"], "pipelines": ["round_robin"], "commands": ["score"],
+                "callbacks": ["slow_iterations"]}
     assert set(expected) == {kind.plural for kind in KINDS}, "docs/plugins.md needs a worked example of every kind"
     assert registered == expected
 
@@ -279,8 +281,9 @@ def test_plugins_page_examples_register_and_train_together(my_plugin, tmp_path, 
     raw = {"train": dict(algorithm="vpg", env="linewalk", transformers=["scale_by_max"], writers=["csv"],
                          num_envs=8, unroll_length=16, num_env_steps=2048, eval_interval=8, num_eval_episodes=4,
                          seed=1, root_dir=str(root)),
-           "vpg": {"learning_rate": 0.05}}
+           "vpg": {"learning_rate": 0.05}, "slow_iterations": {"max_seconds": 0.0}}  # every iteration is "slow"
     result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin)]).train()
+    assert capsys.readouterr().err.splitlines()[-1] == "my-plugin: 16 iterations took over 0.0 s"  # the callback
     rows = _metrics_csv(root)
     assert [int(r["iteration"]) for r in rows if not r["eval/average_return"]] == list(range(1, 17))
     returns = [float(r["train/episode_return"]) for r in rows if r["train/episode_return"]]
@@ -470,3 +473,19 @@ def test_quickstart_python_example_runs(tmp_path, monkeypatch):
     namespace: dict = {}
     exec(compile(example, "docs/quickstart.md", "exec"), namespace)  # noqa: S102
     assert namespace["result"].env_steps == 512 and namespace["result"].root_dir == str(tmp_path / "run")
+
+
+@pytest.fixture(scope="module")
+def predict_run(tmp_path_factory):
+    from tests.run.test_load_predict import train_cartpole
+
+    return train_cartpole(tmp_path_factory)
+
+
+@pytest.mark.first_party
+@pytest.mark.parametrize("block", [0, 1])
+def test_predict_page_example_runs(predict_run, block):
+    """docs/predict.md's examples as written, on a short PPO run of their own."""
+    from tests.run.test_load_predict import run_documented_examples
+
+    run_documented_examples("docs/predict.md", predict_run, only=block)

@@ -31,6 +31,7 @@ class TrainConfig:
     seed: int = attrs.field(default=0, validator=_seed_range)
     transformers: list = attrs.field(factory=list)  # observation transformers, applied in order
     writers: list = attrs.field(factory=lambda: ["console", "tensorboard", "jsonl"])  # summary writers, by name
+    disabled_callbacks: list = attrs.field(factory=list)  # callbacks (see rlengine plugins) left out, by name
     summary_interval: int = attrs.field(default=1, validator=_positive)  # iterations between summaries
     eval_interval: int = attrs.field(default=10, validator=_non_negative)  # iterations; 0: never
     #: greedy episodes per evaluation, spread over up to 32 env copies seeded apart from the training ones

@@ -65,11 +65,9 @@ def _raising_plugin(pm: pluggy.PluginManager, impls: list, exc: BaseException) -
 
 
 def _hook_failure_message(plugins: Any, name: str, hook_name: str, exc: BaseException) -> str:
-    info = next((i for i in plugins.infos if i.name == name), None)
-    origin = f"{info.distribution} {info.version}".strip() if info else ""
-    origin = f" ({origin})" if origin else ""
-    return (f"plugin {name!r}{origin} raised in hook {hook_name}: {type(exc).__name__}: {one_line(exc)}".rstrip(": ")
-            + f" (fix or update the plugin, or disable it with --disable-plugin {name}; --debug shows the traceback)")
+    who, switch_off = plugins.culprit(name)  # a plugin, or a callback instance of one
+    return (f"{who} raised in hook {hook_name}: {type(exc).__name__}: {one_line(exc)}".rstrip(": ")
+            + f" (fix or update the plugin, or {switch_off}; --debug shows the traceback)")
 
 
 def wrong_result_message(plugins: Any, name: str, hook_name: str, argument: str, expected: type, result: Any) -> str:

@@ -2,8 +2,10 @@
 
 Registration hooks run once per run, when the plugin manager is built, and
 are handed a ``register`` callable owned by the core; the core checks names
-and types and remembers which plugin registered what. Lifecycle hooks run in
-this order during ``rlengine train``::
+and types and remembers which plugin registered what. Lifecycle hooks are
+implemented by plugin modules, and by callbacks: classes registered with
+``rlengine_register_callbacks``, one instance of each per run, registered
+for that run only. Lifecycle hooks run in this order during ``rlengine train``::
 
     rlengine_configure -> rlengine_train_start
         -> (rlengine_iteration_end [-> rlengine_evaluation_end] [-> rlengine_checkpoint_saved])*
@@ -109,6 +111,25 @@ def rlengine_register_commands(register: Register) -> None:
     parsed. ``register(name, cls)`` takes a unique name (``rlengine NAME``)
     and a subclass of :class:`rlengine.Command`. The core registers
     ``train`` and ``plugins`` through this hook. The return value is ignored.
+    """
+
+
+@hookspec
+def rlengine_register_callbacks(register: Register) -> None:
+    """Register callback classes: lifecycle hooks with a config section of their own.
+
+    Called once when the plugin manager is built. ``register(name, cls)``
+    takes a unique name and a class (or a ``"module:Class"`` string) whose
+    methods implement lifecycle hooks (``rlengine_train_start``,
+    ``rlengine_iteration_end``, ``rlengine_evaluation_end``,
+    ``rlengine_checkpoint_saved``, ``rlengine_train_end``) with
+    ``@rlengine.hookimpl``. The class may set ``config_class`` (attrs): its
+    TOML section is the callback's name. When a run starts training, the
+    core makes one instance, ``cls(config)`` with that section's config, and
+    registers it with the run's plugin manager until the run ends (also when
+    it fails); ``train.disabled_callbacks`` leaves callbacks out by name,
+    while everything else their plugin registers stays. The return value
+    is ignored.
     """
 
 

@@ -56,6 +56,14 @@ class PluginFailure:
         return PluginError(self.message)
 
 
+@attrs.frozen
+class ActiveCallback:
+    """A callback instance registered with the manager for one run (see :mod:`rlengine.run.callbacks`)."""
+
+    name: str  # the name it was registered under, also its config section
+    plugin: str  # the plugin that registered its class
+
+
 @attrs.define
 class Plugins:
     """What one run loaded: the pluggy manager, registries, infos and failures."""
@@ -64,6 +72,8 @@ class Plugins:
     registries: Registries
     infos: list[PluginInfo]
     failures: list[PluginFailure]
+    #: The manager's name of each callback instance registered for the run in progress -> what it is.
+    callbacks: dict[str, ActiveCallback] = attrs.field(factory=dict)
 
     @property
     def hook(self) -> Any:
@@ -95,10 +105,32 @@ class Plugins:
                 value = results[0]
         return value
 
+    def culprit(self, name: str) -> tuple[str, str]:
+        """``(who, how to switch it off)`` for the plugin (or callback instance) the manager calls ``name``."""
+        callback = self.callbacks.get(name)
+        if callback is not None:
+            return self.callback_label(callback.name, callback.plugin), callback_switch_off(callback.name)
+        return f"plugin {name!r}{self.origin(name)}", f"disable it with --disable-plugin {name}"
+
+    def callback_label(self, callback: str, plugin: str) -> str:
+        """``callback 'NAME' of plugin 'PLUGIN' (distribution version)``, as error messages name a callback."""
+        return f"callback {callback!r} of plugin {plugin!r}{self.origin(plugin)}"
+
+    def origin(self, plugin: str) -> str:
+        """`` (distribution version)`` of a loaded plugin, or '' when unknown."""
+        info = find_info(self, plugin)
+        origin = f"{info.distribution} {info.version}".strip() if info else ""
+        return f" ({origin})" if origin else ""
+
     def registered_by(self, plugin: str) -> dict[str, list[str]]:
         """Names ``plugin`` registered, keyed by the plural of each kind (``algorithms``, ...)."""
         return {kind.plural: sorted(e.name for e in self.registries[kind.name] if e.plugin == plugin)
                 for kind in KINDS}
+
+
+def callback_switch_off(callback: str) -> str:
+    """How a user leaves one callback out of a run (the rest of its plugin stays)."""
+    return f"switch it off with --set 'train.disabled_callbacks=[\"{callback}\"]'"
 
 
 def disabled_from_env() -> set[str]:

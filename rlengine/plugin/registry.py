@@ -44,6 +44,8 @@ KINDS = (
     Kind("pipeline", "pipelines", "rlengine.api.pipeline:Pipeline", True),
     Kind("distribution", "distributions", None, False),  # checked by rlengine.collect.distributions
     Kind("command", "commands", "rlengine.api.command:Command", False),
+    # a class whose instances implement lifecycle hooks, made once per run: checked by rlengine.run.callbacks
+    Kind("callback", "callbacks", None, True),
 )
 KIND_NAMES = tuple(kind.name for kind in KINDS)
 KIND_BY_NAME = {kind.name: kind for kind in KINDS}

@@ -134,7 +134,6 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
     cls, section = pipeline_class(config, plugins)
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)  # before the first op (done if an Engine built it)
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
-    transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]
     writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers] if writers else []
     envs = make_training_environments(config, plugins, cls.env_layout(cfg, section, algorithm_cls))
     env_name = environment_class(config, plugins)[0]
@@ -144,10 +143,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
         env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed))  # remote collection
         raw_spec = env.time_step_spec()
-        chain = TransformerChain(_transformers(config, transformer_classes, raw_spec.observation))
-        time_step_spec = raw_spec._replace(
-            observation=TransformerChain.output_spec_of(chain.transformers, raw_spec.observation))
-        algorithm = algorithm_cls(time_step_spec, env.action_spec(), config.section(cfg.algorithm, algorithm_cls.config_class))
+        chain, algorithm = build_acting(config, plugins, raw_spec, env.action_spec())
         converters = Converters(reg.distributions)
         check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, env.reset())
         names: dict = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
@@ -171,6 +167,21 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             spec_env.close()
     return Components(eval_env, chain, algorithm, converters, specs, learner, evaluator, writer_objects,
                       pipeline, buffer)
+
+
+def build_acting(config: RunConfig, plugins: Plugins, raw_time_step_spec: Any,
+                 action_spec: Any) -> tuple[TransformerChain, Algorithm]:
+    """The run's transformer chain and algorithm for the environment specs given (no environment needed:
+    :func:`rlengine.load` reads the specs from the run directory)."""
+    cfg, reg = config.train, plugins.registries
+    algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
+    transformer_classes = [(n, reg.transformers.get(n).obj) for n in cfg.transformers]
+    observation_spec = raw_time_step_spec.observation
+    chain = TransformerChain(_transformers(config, transformer_classes, observation_spec))
+    time_step_spec = raw_time_step_spec._replace(
+        observation=TransformerChain.output_spec_of(chain.transformers, observation_spec))
+    algorithm = algorithm_cls(time_step_spec, action_spec, config.section(cfg.algorithm, algorithm_cls.config_class))
+    return chain, algorithm
 
 
 def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs) -> Any:

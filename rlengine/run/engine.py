@@ -27,10 +27,12 @@ from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_co
 from rlengine.errors import RLEngineError
 from rlengine.plugin.manager import Plugins, build_plugins
 from rlengine.run.build import Components, build_components, check_names, config_classes
-from rlengine.run.checkpoint_files import marked_checkpoints
-from rlengine.run.checkpoints import check_resumable, checkpoint_dir, newest_checkpoint
-from rlengine.run.restoring import restore_newest
+from rlengine.run.callbacks import RunCallbacks
+from rlengine.run.checkpoint_choice import LATEST, CheckpointChoiceError, Choice, chosen_checkpoint, parse_choice
+from rlengine.run.checkpoints import check_resumable, newest_checkpoint
+from rlengine.run.restoring import checked_choice, restore_choice
 from rlengine.run.rundir import RunDirectory, claimed
+from rlengine.run.saved_specs import write_specs
 from rlengine.run.signals import stop_on_signals
 from rlengine.run.trainer import Trainer, TrainResult
 
@@ -101,6 +103,7 @@ class Engine:
         if cfg.deterministic:  # process-wide and cannot be undone; resume is exact with it (docs/resume.md)
             tf.config.experimental.enable_op_determinism()
         tf.config.run_functions_eagerly(cfg.eager)
+        callbacks = RunCallbacks(self.config, self.plugins)  # made before the build, registered for this run only
         components = build_components(self.config, self.plugins, root_dir)
         run = Run(self.config, root_dir, components.algorithm, components.specs, components.pipeline,
                   internals=components)
@@ -109,8 +112,11 @@ class Engine:
 
         def started() -> None:  # the build and the checkpoint fit: now the run is known to start
             run_dir.mark_started(tomli_w.dumps(self.config.to_dict()))
+            # what rlengine.load needs to rebuild the policy without an environment
+            write_specs(root_dir, components.specs.raw_time_step, components.specs.action)
 
         try:
+            callbacks.register()
             hook.rlengine_train_start(run=run)
             return Trainer(run, components, self.plugins, start, on_started=started).train()
         except BaseException as exc:
@@ -120,11 +126,12 @@ class Engine:
             try:
                 hook.rlengine_train_end(run=run, error=error)
             finally:
+                callbacks.unregister()
                 components.close()
                 tf.config.run_functions_eagerly(False)
 
-    def evaluate(self, num_episodes: Optional[int] = None) -> dict:
-        """Evaluate the greedy policy of the newest checkpoint in ``train.root_dir``.
+    def evaluate(self, num_episodes: Optional[int] = None, checkpoint: Choice = LATEST) -> dict:
+        """Evaluate the greedy policy of a checkpoint in ``train.root_dir`` (``checkpoint``: as for :meth:`restored`).
 
         Returns ``eval/average_return``, ``eval/std_return``,
         ``eval/average_length`` and ``eval/episodes``. Without a checkpoint
@@ -134,13 +141,19 @@ class Engine:
         cfg = self.config.train
         if num_episodes is not None:
             self.config = attrs.evolve(self.config, train=attrs.evolve(cfg, num_eval_episodes=num_episodes))
-        with self.restored() as components:
+        with self.restored(checkpoint) as components:
             return components.evaluator.run()
 
     @contextlib.contextmanager
-    def restored(self) -> Iterator[Components]:
-        """The run's components (no writers) with the newest checkpoint of ``train.root_dir`` restored.
+    def restored(self, checkpoint: Choice = LATEST) -> Iterator[Components]:
+        """The run's components (no writers) with a checkpoint of ``train.root_dir`` restored.
 
+        ``checkpoint`` is ``"latest"`` (the newest one; damaged ones are
+        skipped with a warning line), ``"best"`` (the one of the best
+        evaluation return, ``checkpoints/best/``) or the iteration number of a
+        kept one. A best or numbered checkpoint that is missing or damaged is a
+        one-line error naming it: another one would be another policy. Inside
+        the ``with`` block :meth:`newest_checkpoint` names the one restored.
         Shared by :meth:`evaluate` and ``rlengine play`` / ``export``; the
         environments are closed on exit.
         """
@@ -148,20 +161,13 @@ class Engine:
         if not cfg.root_dir:
             raise RLEngineError("no run directory to restore from: set train.root_dir to one that "
                                 "'rlengine train' wrote")
-        directory = checkpoint_dir(cfg.root_dir)
-        if not marked_checkpoints(directory):  # before building anything
-            raise RLEngineError(f"no checkpoint in {directory!r} yet: train first (rlengine train "
-                                f"--root-dir {cfg.root_dir}), or wait for the run's first checkpoint")
+        chosen = checked_choice(cfg.root_dir, checkpoint)  # before building anything
         seed_everything(cfg.seed)
         components = build_components(self.config, self.plugins, cfg.root_dir, writers=False)
         try:
             saved = tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain)
-            # damaged checkpoints are skipped with a warning, and left in place: a training run may own them
-            self._restored_checkpoint = restore_newest(
-                directory, lambda prefix: saved.restore(prefix).expect_partial(), set_damaged_aside=False)
-            if self._restored_checkpoint is None:  # every marker vanished meanwhile: pruned by a running train
-                raise RLEngineError(f"no checkpoint in {directory!r} is left to restore (a training run pruned "
-                                    "them meanwhile): run the command again")
+            self._restored_checkpoint: Optional[str] = restore_choice(
+                cfg.root_dir, chosen, lambda prefix: saved.restore(prefix).expect_partial())
             yield components
         finally:
             self._restored_checkpoint = None
@@ -182,15 +188,28 @@ class Engine:
 
         return environment_class(self.config, self.plugins)
 
-    def newest_checkpoint(self) -> Optional[str]:
-        """Path prefix of the newest checkpoint in ``train.root_dir`` whose files match their marker
-        (what :meth:`restored` restores; inside its ``with`` block, the one it did restore), or None when
-        there is none or no root dir is set."""
+    def newest_checkpoint(self, checkpoint: Choice = LATEST) -> Optional[str]:
+        """Path prefix of the checkpoint in ``train.root_dir`` that :meth:`restored` restores for ``checkpoint``
+        (``"latest"``: the newest whose files match their marker; inside the ``with`` block: the one it did
+        restore), or None when there is none or no root dir is set.
+
+        A best checkpoint's prefix is ``<root_dir>/checkpoints/best/ckpt-<iteration>``. Every checkpoint's
+        marker ``<prefix>.complete`` (JSON) records ``iteration`` and ``env_steps``; a best one's also
+        ``eval_return``, the evaluation return that made it best.
+        """
         restored = getattr(self, "_restored_checkpoint", None)
         if restored is not None:
             return restored
         root_dir = self.config.train.root_dir
-        return newest_checkpoint(root_dir) if root_dir else None
+        choice = parse_choice(checkpoint)  # not a choice: one line, even without a root dir
+        if not root_dir:
+            return None
+        if choice == LATEST:
+            return newest_checkpoint(root_dir)
+        try:
+            return chosen_checkpoint(root_dir, choice)
+        except CheckpointChoiceError:  # none of that choice, or damaged
+            return None
 
 
 def _chooses_algorithm_or_env(overrides: list) -> bool:

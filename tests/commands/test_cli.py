@@ -170,7 +170,8 @@ def test_plugins_json_lists_every_installed_plugin(capsys):
             assert isinstance(row[kind], list) and all(isinstance(n, str) for n in row[kind])
     assert plugins["algorithms"]["algorithms"] == ["ac", "dqn", "ppo", "sac", "td3"]
     assert plugins["gym"]["environments"] == ["gym"]
-    assert plugins["writers"]["writers"] == ["console", "jsonl", "tensorboard"]
+    assert plugins["writers"]["writers"] == ["console", "jsonl", "mlflow", "tensorboard", "wandb"]
+    assert plugins["writers"]["callbacks"] == ["mlflow-policy"]
     assert plugins["transformers"]["transformers"] == ["frame_stack", "image_scale", "normalize"]
     assert {"categorical", "normal"} <= set(plugins["builtin-distributions"]["distributions"])
     assert plugins["gym"]["algorithms"] == plugins["gym"]["distributions"] == []

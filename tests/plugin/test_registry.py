@@ -207,7 +207,7 @@ def test_registries_have_one_registry_per_kind():
     registries = Registries()
 
     assert [k.name for k in KINDS] == ["algorithm", "environment", "transformer", "writer", "pipeline",
-                                       "distribution", "command"]
+                                       "distribution", "command", "callback"]
     assert [registries[k.name].kind for k in KINDS] == list(KINDS)
     assert registries.pipelines is registries["pipeline"] and registries.commands is registries["command"]
     assert registries.algorithms is registries["algorithm"]
@@ -239,6 +239,6 @@ def test_registered_by_reports_each_kind():
 
     assert plugins.registered_by("testing") == {
         "algorithms": ["toy", "toy-q"], "environments": ["counting", "faulty"], "transformers": [], "writers": ["memory"],
-        "distributions": [], "pipelines": [], "commands": [],
+        "distributions": [], "pipelines": [], "commands": [], "callbacks": [],
     }
     assert plugins.registered_by("nobody") == {k.plural: [] for k in KINDS}

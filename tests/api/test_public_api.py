@@ -8,6 +8,7 @@ import pytest
 
 import rlengine
 from rlengine.plugin.manager import build_plugins
+from rlengine.plugin.markers import API_VERSION
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PLUGIN_SOURCES = [p for p in glob.glob(os.path.join(ROOT, "plugins", "*", "rlengine_*", "**", "*.py"), recursive=True)]
@@ -61,8 +62,8 @@ class MalformedPlugin:
 
 
 @pytest.mark.parametrize("plugin, message", [
-    (FuturePlugin(), "needs rlengine API 2.0, but this rlengine provides API 1.1"),
-    (NewerMinorPlugin(), "needs rlengine API 1.9, but this rlengine provides API 1.1"),
+    (FuturePlugin(), "needs rlengine API 2.0, but this rlengine provides API " + API_VERSION),
+    (NewerMinorPlugin(), "needs rlengine API 1.9, but this rlengine provides API " + API_VERSION),
     (MalformedPlugin(), "declares RLENGINE_API_VERSION = 'one'"),
 ])
 def test_incompatible_plugin_is_refused_in_one_line_naming_it_and_the_versions(plugin, message):

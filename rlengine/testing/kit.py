@@ -234,6 +234,19 @@ class HookRecorder:
         self.calls.append("train_end" if error is None else f"train_end:{type(error).__name__}")
 
 
+class FailAt:
+    """A plugin whose ``rlengine_iteration_end`` raises ``RuntimeError("stop at iteration N")`` at
+    iteration ``N``, after that iteration's summary row was written (a run that fails mid-way)."""
+
+    def __init__(self, iteration: int) -> None:
+        self.iteration = iteration
+
+    @hookimpl
+    def rlengine_iteration_end(self, run, iteration, metrics):
+        if iteration == self.iteration:
+            raise RuntimeError(f"stop at iteration {iteration}")
+
+
 # -- NaN on demand (the NaN guard's tests) ------------------------------------------
 
 

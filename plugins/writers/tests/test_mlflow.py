@@ -14,9 +14,8 @@ from rlengine_writers.mlflow_run import RUN_FILE  # noqa: E402
 from rlengine_writers.tracking import flat_params, run_config  # noqa: E402
 
 import rlengine  # noqa: E402
-from rlengine import hookimpl  # noqa: E402
 from rlengine.plugin.manager import build_plugins  # noqa: E402
-from rlengine.testing import MemoryWriter, testing_plugin, tiny_config  # noqa: E402
+from rlengine.testing import FailAt, MemoryWriter, testing_plugin, tiny_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -59,18 +58,6 @@ def _run_of(root, store):
 
 def _history(client, run, key):
     return [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, key)]
-
-
-class FailAt:
-    """Raises in rlengine_iteration_end at one iteration (after that iteration's row was written)."""
-
-    def __init__(self, iteration):
-        self.iteration = iteration
-
-    @hookimpl
-    def rlengine_iteration_end(self, run, iteration, metrics):
-        if iteration == self.iteration:
-            raise RuntimeError(f"stop at iteration {iteration}")
 
 
 def test_params_metrics_at_env_steps_and_the_config_artifact(tmp_path, store):

@@ -12,9 +12,8 @@ from rlengine_writers.wandb_writer import RUN_FILE  # noqa: E402
 from wandb.proto import wandb_internal_pb2  # noqa: E402
 
 import rlengine  # noqa: E402
-from rlengine import hookimpl  # noqa: E402
 from rlengine.plugin.manager import build_plugins  # noqa: E402
-from rlengine.testing import MemoryWriter, testing_plugin, tiny_config  # noqa: E402
+from rlengine.testing import FailAt, MemoryWriter, testing_plugin, tiny_config  # noqa: E402
 
 BLOCK = 32768  # the .wandb file is a LevelDB-style log: 32 KiB blocks of [crc32, length, type] + data chunks
 
@@ -78,16 +77,6 @@ def _engine(root, *extra, **train):
 
 def _offline_runs(directory, run_id):
     return sorted((directory / "wandb").glob(f"offline-run-*-{run_id}/run-{run_id}.wandb"))
-
-
-class FailAt:
-    def __init__(self, iteration):
-        self.iteration = iteration
-
-    @hookimpl
-    def rlengine_iteration_end(self, run, iteration, metrics):
-        if iteration == self.iteration:
-            raise RuntimeError(f"stop at iteration {iteration}")
 
 
 def test_the_offline_run_records_the_config_and_every_row_at_its_env_steps(tmp_path, wandb_dir):

@@ -19,14 +19,13 @@ such steps hold two values.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Optional
 
 import attrs
 
 from rlengine_writers.mlflow_run import MlflowRun, status_of
 from rlengine_writers.tracker_writer import TrackerWriter
-from rlengine_writers.tracking import missing_package, non_negative_number, positive_number
+from rlengine_writers.tracking import non_negative_number, positive_number, require_modules
 
 
 @attrs.define
@@ -46,18 +45,8 @@ class MlflowConfig:
 
 
 def check_mlflow_installed() -> None:
-    """One line naming the extra to install when MLflow (or the SQL library of its default store) is missing.
-
-    Looked up, not imported: importing MLflow takes a second, which the sender
-    thread spends instead of the training loop.
-    """
-    for module in ("mlflow", "sqlalchemy"):
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):  # a module set to None in sys.modules, or without a spec
-            found = False
-        if not found:
-            raise missing_package("mlflow", "MLflow", module)
+    """One line naming the extra to install when MLflow (or the SQL library of its default store) is missing."""
+    require_modules("mlflow", "MLflow", ("mlflow", "sqlalchemy"))
 
 
 class MlflowWriter(TrackerWriter):

@@ -10,6 +10,7 @@ the same tracker run.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -43,10 +44,20 @@ def non_negative_number(instance: Any, attribute: Any, value: Any) -> None:
         raise ValueError(f"{attribute.name} must be a number >= 0, got {value!r}")
 
 
-def missing_package(writer: str, package: str, module: str) -> TrackerError:
-    """The one line a tracker writer raises when its package is not installed."""
-    return TrackerError(f'the {writer} writer needs {package}: pip install "rlengine-writers[{writer}]" '
-                        f"(no module named {module!r})")
+def require_modules(writer: str, package: str, modules: tuple) -> None:
+    """One line naming the extra to install when one of a tracker writer's ``modules`` is missing.
+
+    Looked up, not imported: importing a tracker takes a second or so, which
+    the sender thread spends instead of the training loop.
+    """
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a module set to None in sys.modules, or without a spec
+            found = False
+        if not found:
+            raise TrackerError(f'the {writer} writer needs {package}: pip install "rlengine-writers[{writer}]" '
+                               f"(no module named {module!r})")
 
 
 def run_config(root_dir: str) -> dict:

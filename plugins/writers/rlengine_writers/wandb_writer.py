@@ -17,7 +17,6 @@ run and logs the queued rows: ``run.log`` takes 0.2 to 0.5 ms a row, and
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from typing import Any, Optional
 
@@ -27,10 +26,10 @@ from rlengine.errors import one_line
 from rlengine_writers.tracker_writer import TrackerWriter
 from rlengine_writers.tracking import (
     TrackerError,
-    missing_package,
     non_negative_number,
     positive_number,
     read_json,
+    require_modules,
     run_config,
     safe_key,
     write_json,
@@ -58,13 +57,8 @@ class WandbConfig:
 
 
 def check_wandb_installed() -> None:
-    """One line naming the extra to install when W&B is missing (looked up, not imported: that takes a while)."""
-    try:
-        found = importlib.util.find_spec("wandb") is not None
-    except (ImportError, ValueError):  # a module set to None in sys.modules, or without a spec
-        found = False
-    if not found:
-        raise missing_package("wandb", "Weights & Biases", "wandb")
+    """One line naming the extra to install when W&B is missing."""
+    require_modules("wandb", "Weights & Biases", ("wandb",))
 
 
 class WandbWriter(TrackerWriter):

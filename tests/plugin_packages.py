@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV
@@ -36,3 +37,26 @@ def run_python(*args: str, pythonpath: list[Path], cwd: Path, timeout: int = 300
 def run_rlengine(*args: str, pythonpath: list[Path], cwd: Path) -> subprocess.CompletedProcess:
     """The ``rlengine`` command line, as :func:`run_python` runs it."""
     return run_python("-m", "rlengine.cli", *args, pythonpath=pythonpath, cwd=cwd)
+
+
+def cli_with_testing_kit(announce: str, imports: str = "") -> str:
+    """A script running ``rlengine``'s CLI with the testing kit and ``announce`` loaded in-process.
+
+    ``announce`` is the source of a plugin class named ``Announce`` (its hooks tell
+    the test how far the run got); ``imports`` are extra import lines it needs.
+    The counting env and the toy algorithm then train from the command line.
+    """
+    return (textwrap.dedent("""
+        import sys
+        from rlengine import cli, hookimpl, testing
+        from rlengine.plugin import manager
+        """) + textwrap.dedent(imports) + "\n" + textwrap.dedent(announce) + textwrap.dedent("""
+        real_build_plugins = manager.build_plugins
+
+        def build_plugins(disabled=(), extra_plugins=(), load_entry_points=True):
+            extra = [("testing", testing.testing_plugin()), ("announce", Announce()), *extra_plugins]
+            return real_build_plugins(disabled=disabled, extra_plugins=extra, load_entry_points=load_entry_points)
+
+        manager.build_plugins = build_plugins
+        sys.exit(cli.main())
+        """))

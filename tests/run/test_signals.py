@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 
@@ -18,14 +17,10 @@ from rlengine.errors import TrainingInterrupted
 from rlengine.run.engine import Engine
 from rlengine.run.signals import STOP_SIGNALS
 from rlengine.testing import HookRecorder, testing_plugin, tiny_config
+from tests.plugin_packages import cli_with_testing_kit
 
 # The CLI with the testing kit loaded: the counting env and the toy algorithm live in-process.
-ENTRY_SCRIPT = textwrap.dedent('''
-    import os, sys, time
-    from rlengine import cli, hookimpl, testing
-    from rlengine.plugin import manager
-    from rlengine.run import signals
-
+ENTRY_SCRIPT = cli_with_testing_kit('''
     class Announce:
         @hookimpl
         def rlengine_iteration_end(self, iteration):
@@ -37,16 +32,7 @@ ENTRY_SCRIPT = textwrap.dedent('''
         @hookimpl
         def rlengine_train_end(self, error):
             print(f"test: train_end {type(error).__name__}", flush=True)
-
-    real_build_plugins = manager.build_plugins
-
-    def build_plugins(disabled=(), extra_plugins=(), load_entry_points=True):
-        extra = [("testing", testing.testing_plugin()), ("announce", Announce()), *extra_plugins]
-        return real_build_plugins(disabled=disabled, extra_plugins=extra, load_entry_points=load_entry_points)
-
-    manager.build_plugins = build_plugins
-    sys.exit(cli.main())
-''')
+''', 'import os, time\nfrom rlengine.run import signals')
 
 TINY_TRAIN = ["train", "--algorithm", "toy", "--env", "counting", "--num-env-steps", "1000000000",
               "--set", 'train.writers=["memory"]', "--set", "train.eval_interval=0"]

@@ -25,6 +25,7 @@ from rlengine.plugin import manager
 from rlengine.run.engine import Engine
 from rlengine.run.rundir import LOCK_FILE, MARKER_FILE, NotARunDir, RunDirBusy, claimed
 from rlengine.testing import CountingEnv, MemoryWriter, testing_plugin, tiny_config
+from tests.plugin_packages import cli_with_testing_kit
 
 
 def _engine(root, *extra, force=False, **train):
@@ -71,25 +72,12 @@ def cli_with_testing(monkeypatch, capsys):
 
 
 # -- one writer per run dir --------------------------------------------------------------------------
-ENTRY_SCRIPT = textwrap.dedent('''
-    import sys
-    from rlengine import cli, hookimpl, testing
-    from rlengine.plugin import manager
-
+ENTRY_SCRIPT = cli_with_testing_kit('''
     class Announce:
         @hookimpl
         def rlengine_iteration_end(self, iteration):
             if iteration == 1:
                 print("test: iterating", flush=True)
-
-    real_build_plugins = manager.build_plugins
-
-    def build_plugins(disabled=(), extra_plugins=(), load_entry_points=True):
-        extra = [("testing", testing.testing_plugin()), ("announce", Announce()), *extra_plugins]
-        return real_build_plugins(disabled=disabled, extra_plugins=extra, load_entry_points=load_entry_points)
-
-    manager.build_plugins = build_plugins
-    sys.exit(cli.main())
 ''')
 
 TRAIN = ["train", "--algorithm", "toy", "--env", "counting", "--num-env-steps", "1000000000",

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 
@@ -39,6 +38,7 @@ from rlengine.testing import (
     testing_plugin,
     tiny_config,
 )
+from tests.plugin_packages import cli_with_testing_kit
 
 # tiny_config: 2 copies x 4 steps per iteration, i.e. 4 batched step() calls; 32 env steps = 4 iterations.
 
@@ -315,24 +315,11 @@ def test_rerunning_a_finished_run_adds_no_evaluation_row(tmp_path):
 
 
 # -- the same through the CLI: exit status, one line, the process ends --------------------------------------
-ENTRY_SCRIPT = textwrap.dedent('''
-    import sys
-    from rlengine import cli, hookimpl, testing
-    from rlengine.plugin import manager
-
+ENTRY_SCRIPT = cli_with_testing_kit('''
     class Announce:
         @hookimpl
         def rlengine_iteration_end(self, iteration):
             print(f"test: iteration {iteration}", flush=True)
-
-    real_build_plugins = manager.build_plugins
-
-    def build_plugins(disabled=(), extra_plugins=(), load_entry_points=True):
-        extra = [("testing", testing.testing_plugin()), ("announce", Announce()), *extra_plugins]
-        return real_build_plugins(disabled=disabled, extra_plugins=extra, load_entry_points=load_entry_points)
-
-    manager.build_plugins = build_plugins
-    sys.exit(cli.main())
 ''')
 
 

@@ -58,6 +58,9 @@ class PipelineContext:
     envs: list  # the training environments env_layout() asked for, built and guarded
     #: ``make_environment(num_envs, first_env_id)``: one more guarded training environment
     make_environment: Callable[[int, int], Any]
+    #: How a remote process loads the run's plugins (``plugin_recipe.build()``): env runners elsewhere
+    #: build their environments, transformers and policy through the same plugins
+    plugin_recipe: Any = None
 
 
 class Pipeline:

@@ -6,6 +6,7 @@ Transformers compose in the configured order; the core calls them so::
     state = t.initial_state(batch_size)
     observation, state = t.transform(observation, step_type, state)   # pure
     t.update(raw_observation)          # only on collected data, never on eval
+    t.merge_updates(before, after)     # a copy elsewhere updated: fold its change in (remote collection)
 
 ``transform`` must be pure (the core also calls it on zeros to prepare
 specs); statistics change only in ``update``. Any ``tf.Variable`` a
@@ -53,3 +54,16 @@ class ObservationTransformer(tf.Module):
     def update(self, observation: Nest) -> None:
         """Update statistics from a batch of collected (untransformed) observations."""
         return None  # autograph cannot convert a body that is only a docstring
+
+    def merge_updates(self, before: list, after: list) -> None:
+        """Fold in the updates a copy of this transformer made in another process (a remote env runner).
+
+        Called by pipelines that collect elsewhere, once per unroll received:
+        ``before`` and ``after`` are that copy's variable values (numpy
+        arrays, in ``self.variables`` order) when its unroll began and when it
+        ended. The default treats every variable as an additive statistic (a
+        sum, a count) and adds ``after - before``; a transformer whose
+        statistics do not add (running moments) overrides it.
+        """
+        for variable, old, new in zip(self.variables, before, after):
+            variable.assign_add(new - old)

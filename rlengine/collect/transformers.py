@@ -40,6 +40,22 @@ class TransformerChain(tf.Module):
             new_state.append(s)
         return time_step._replace(observation=observation), tuple(new_state)
 
+    def statistics(self) -> list:
+        """Each transformer's variable values (numpy, in its ``variables`` order): what remote copies sync."""
+        return [[v.numpy() for v in t.variables] for t in self.transformers]
+
+    def assign_statistics(self, values: list) -> None:
+        """Set every transformer's variables to ``values`` (what :meth:`statistics` returned elsewhere)."""
+        for transformer, arrays in zip(self.transformers, values):
+            for variable, value in zip(transformer.variables, arrays):
+                variable.assign(value)
+
+    def merge_updates(self, before: list, after: list) -> None:
+        """Fold a remote copy's updates in: its :meth:`statistics` when an unroll began and when it ended."""
+        for transformer, old, new in zip(self.transformers, before, after):
+            if old:  # a transformer without variables has nothing to merge
+                transformer.merge_updates(old, new)
+
     @staticmethod
     def output_spec_of(transformers: Sequence[Any], observation_spec: Nest) -> Nest:
         spec = observation_spec

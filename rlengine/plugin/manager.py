@@ -24,6 +24,7 @@ from rlengine.plugin import hookspecs
 from rlengine.plugin.builtin import BUILTIN_DISTRIBUTION, BUILTIN_PLUGINS, load_builtin
 from rlengine.plugin.calls import GuardedCaller, GuardedHooks, wrong_result_message
 from rlengine.plugin.markers import API_VERSION, CORE_VERSION, PROJECT
+from rlengine.plugin.recipe import PluginRecipe
 from rlengine.plugin.registry import KINDS, Registries
 from rlengine.quiet_tensorflow import tensorflow_start_up_dropped
 
@@ -74,6 +75,7 @@ class Plugins:
     failures: list[PluginFailure]
     #: The manager's name of each callback instance registered for the run in progress -> what it is.
     callbacks: dict[str, ActiveCallback] = attrs.field(factory=dict)
+    recipe: Optional[PluginRecipe] = None  # how another process (a remote env runner) loads the same plugins
 
     @property
     def hook(self) -> Any:
@@ -149,6 +151,7 @@ def build_plugins(
     ``(name, module_or_object)`` pairs registered in-process, after the
     entry points (tests and notebooks use this).
     """
+    extra_plugins = list(extra_plugins)  # iterated twice: registered, then kept in the recipe
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     if os.environ.get(TRACE_ENV):
@@ -172,7 +175,7 @@ def build_plugins(
     registries = Registries()
     for info in list(infos):
         _run_registration(pm, info, registries, infos, failures)
-    return Plugins(pm, registries, infos, failures)
+    return Plugins(pm, registries, infos, failures, recipe=PluginRecipe.of(skip, extra_plugins, load_entry_points))
 
 
 def _entry_points(failures: list) -> list[md.EntryPoint]:

@@ -152,7 +152,8 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         buffer = make_replay_buffer(config, algorithm, specs) if algorithm.off_policy else None
         learner = Learner(algorithm, specs, converters, buffer)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
-                                  lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first))
+                                  lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
+                                  plugins.recipe)
         pipeline = cls.create(context, section)
         evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
         writer_objects = [wcls(root_dir, config.section(n, wcls.config_class), total_env_steps=cfg.num_env_steps)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import numpy as np
 import tensorflow as tf
 
 from rlengine import ConfigError, ObservationTransformer, SpecMismatchError
@@ -56,6 +57,16 @@ def _moments(x: Any, spec: tf.TensorSpec) -> tuple[tf.Tensor, tf.Tensor, tf.Tens
     mean = tf.math.divide_no_nan(tf.reduce_sum(x, axes), n)
     var = tf.math.divide_no_nan(tf.reduce_sum(tf.square(x - mean), axes), n)
     return n, mean, var
+
+
+def _moments_between(count_a: float, mean_a: np.ndarray, var_a: np.ndarray, count_b: float,
+                     mean_b: np.ndarray, var_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of the rows that took running moments from ``a`` to ``b`` (Chan's merge, inverted)."""
+    n = count_b - count_a
+    batch_mean = (count_b * mean_b - count_a * mean_a) / n
+    delta = batch_mean - mean_a
+    m2 = var_b * count_b - var_a * count_a - np.square(delta) * count_a * n / count_b
+    return batch_mean, np.maximum(m2 / n, 0.0)
 
 
 def _statistic(initial_value: tf.Tensor, name: str) -> tf.Variable:
@@ -115,6 +126,23 @@ class Normalize(ObservationTransformer):
             n, batch_mean, batch_var = _moments(x, spec)
             self._merge(mean, var, n, batch_mean, batch_var)
         # After all leaves: each merge above needs the count before this batch.
+        self.count.assign_add(n)
+
+    def merge_updates(self, before: list, after: list) -> None:
+        """Merge what a remote copy saw between ``before`` and ``after`` (its variables, in
+        ``self.variables`` order): the moments of its new rows, recovered from both, then merged as in
+        :meth:`update`, so the result is as if this transformer had seen those rows itself."""
+        index = {v.ref(): i for i, v in enumerate(self.variables)}
+        old = lambda v: np.asarray(before[index[v.ref()]], np.float64)  # noqa: E731
+        new = lambda v: np.asarray(after[index[v.ref()]], np.float64)  # noqa: E731
+        count_before, count_after = float(old(self.count)), float(new(self.count))
+        n = count_after - count_before
+        if n <= 0:
+            return
+        for mean, var in zip(self.mean, self.var):
+            batch_mean, batch_var = _moments_between(count_before, old(mean), old(var),
+                                                     count_after, new(mean), new(var))
+            self._merge(mean, var, tf.constant(n, tf.float64), batch_mean, batch_var)
         self.count.assign_add(n)
 
     def _merge(

@@ -11,7 +11,7 @@ from typing import Callable
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.0"
+RLENGINE_API_VERSION = "1.3"
 
 #: Registered name -> "module:Class"; the name is also its TOML section.
 TRANSFORMERS = {

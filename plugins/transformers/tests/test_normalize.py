@@ -111,3 +111,24 @@ def test_errors():
         with pytest.raises((TypeError, ValueError)):
             NormalizeConfig(**kwargs)
     assert NormalizeConfig(clip=5).clip == 5  # TOML integers are accepted
+
+
+def test_remote_updates_merge_as_if_seen_here(rng):
+    """Two remote copies start from the learner's statistics, each updates on its own rows; merging
+    their before/after values gives the statistics of all rows, as remote env runners need."""
+    learner = Normalize(SPEC, NormalizeConfig())
+    first = rng.normal(3.0, 2.0, size=[16, 3])
+    learner.update(tf.constant(first, tf.float32))
+    batches = [rng.normal(-1.0, 4.0, size=[8, 3]), rng.normal(7.0, 0.5, size=[5, 3])]
+    base = [v.numpy() for v in learner.variables]
+    for batch in batches:
+        copy = Normalize(SPEC, NormalizeConfig())
+        for variable, value in zip(copy.variables, base):
+            variable.assign(value)
+        copy.update(tf.constant(batch, tf.float32))
+        learner.merge_updates(base, [v.numpy() for v in copy.variables])
+    rows = np.concatenate([first, *batches]).astype(np.float32).astype(np.float64)
+    mean, var, count = _stats(learner)
+    np.testing.assert_allclose(mean, rows.mean(0), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(var, rows.var(0), rtol=1e-6)
+    assert count == len(rows)

@@ -1,0 +1,5 @@
+"""rlengine-ray: the ``ray`` pipeline (``train.pipeline = "ray"``, settings in ``[ray]``)."""
+
+from rlengine_ray.config import RayConfig
+
+__all__ = ["RayConfig"]

@@ -1,0 +1,49 @@
+"""Connecting to Ray: a local instance this run starts and owns, or a running cluster it joins.
+
+Only what the run started is shut down: a Ray the caller had already
+initialised (a notebook, a test's fixture) is left running, and joining a
+cluster (``address = "auto"`` or ``host:port``) ends with a disconnect.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ray
+
+from rlengine import ConfigError
+
+#: Set in every Ray worker this run starts, so runners print what rlengine prints, not TF's start-up.
+WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+
+
+class RayConnection:
+    """``connect()`` once a run starts collecting, ``disconnect()`` when it stops."""
+
+    def __init__(self, address: str):
+        self.address = address
+        self.owned = False  # this run called ray.init, so it calls ray.shutdown
+
+    def connect(self) -> None:
+        if ray.is_initialized():
+            return
+        options = dict(include_dashboard=False, configure_logging=False, log_to_driver=True,
+                       runtime_env={"env_vars": {k: os.environ.get(k, v) for k, v in WORKER_ENV.items()}})
+        try:
+            if self.address:
+                ray.init(address=self.address, **options)
+            else:
+                ray.init(num_cpus=os.cpu_count(), **options)
+        except ConnectionError as exc:
+            raise ConfigError(f"ray.address = {self.address!r}: no Ray cluster answered ({_first_line(exc)}); "
+                              "start one with `ray start --head`, or leave ray.address empty for a local Ray") from None
+        self.owned = True
+
+    def disconnect(self) -> None:
+        if self.owned and ray.is_initialized():
+            ray.shutdown()  # a local Ray's processes end with it; a joined cluster keeps running
+        self.owned = False
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,0 +1,219 @@
+"""The runners of one run: their sample requests in flight, their answers, failures and restarts.
+
+The pipeline asks the fleet for answers, one at a time::
+
+    fleet.start()                      # every runner built and checked (describe) before anything samples
+    fleet.publish(values, version)     # one ray.put per policy version; runners fetch it themselves
+    unroll = fleet.next_unroll()       # the next answer of any runner; requests are topped up first
+    fleet.stop()                       # every actor killed, however the run ends
+
+A runner holds at most ``max_in_flight_per_runner`` requests. When one
+fails (its process killed, its node gone, its environment raising, or no
+answer within ``answer_timeout``), its requests in flight are dropped, it
+is killed if still alive so that Ray restarts it, and it samples again
+only once the restarted actor answers ``describe``; every request carries
+the current weights, so its first unroll uses them. Past
+``max_runner_restarts`` restarts of one runner the run stops, with one
+line naming the runner and the cause.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, NamedTuple, Optional
+
+import ray
+from ray.exceptions import RayError, RayTaskError
+
+from rlengine.collect import stopping
+from rlengine.errors import WorkerError, one_line
+
+log = logging.getLogger("rlengine.ray")
+
+WAIT_SLICE = 0.5  # seconds per ray.wait, between looks at hung runners and stop requests
+
+
+class Request(NamedTuple):
+    runner: int
+    number: int
+
+
+class RunnerFleet:
+    """Owns the runner actors and everything in flight to them."""
+
+    def __init__(self, start_actor: Callable[[int], Any], num_runners: int, max_in_flight: int,
+                 max_restarts: int, answer_timeout: float, start_timeout: float,
+                 check_description: Callable[[dict], None], on_restart: Callable[[int], None]):
+        self.start_actor = start_actor
+        self.num_runners = num_runners
+        self.max_in_flight = max_in_flight
+        self.max_restarts = max_restarts
+        self.answer_timeout = answer_timeout  # 0: runners are never timed out
+        self.start_timeout = start_timeout
+        self.check_description = check_description
+        self.on_restart = on_restart  # the pipeline's part of a restart (cut the runner's stored episodes)
+        self.actors: list = []
+        self.in_flight: dict = {}  # ObjectRef -> Request
+        self.starting: dict = {}  # ObjectRef of a describe call -> runner index
+        self.ready = [False] * num_runners
+        self.progress = [0.0] * num_runners  # monotonic time of each runner's last answer (or start)
+        self.answered = [False] * num_runners  # whether each runner's current life answered a sample (traced)
+        self.restarts = [0] * num_runners
+        self.causes: list = [None] * num_runners
+        self.weights: Optional[Any] = None
+        self.version = -1
+        self.random_actions = False
+        self.requests = 0
+        self.last_sequence: dict = {}  # incarnation -> the newest sequence number received
+        self.duplicates = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Create every runner and wait until each has built (answered ``describe``)."""
+        self.actors = [self.start_actor(r) for r in range(self.num_runners)]
+        for r in range(self.num_runners):
+            self._ping(r)
+        deadline = time.monotonic() + self.start_timeout
+        while self.starting:
+            if time.monotonic() > deadline:
+                waiting = sorted(self.starting.values())
+                raise WorkerError(f"ray runners {waiting} did not start within ray.start_timeout = "
+                                  f"{self.start_timeout:g} s; raise it, or check the cluster has "
+                                  "ray.num_cpus_per_runner free for each runner")
+            self._wait(list(self.starting), WAIT_SLICE)
+
+    def stop(self) -> None:
+        for actor in self.actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # already gone
+                pass
+        self.actors, self.in_flight, self.starting = [], {}, {}
+
+    def publish(self, values: Any, version: int) -> None:
+        """Make ``values`` the weights of every request from now on (one ``ray.put``)."""
+        self.weights, self.version = ray.put(values), version
+
+    @property
+    def total_restarts(self) -> int:
+        return sum(self.restarts)
+
+    # -- answers -------------------------------------------------------------------------------
+    def next_unroll(self) -> Any:
+        """The next unroll any runner returns; failed runners are restarted meanwhile."""
+        since = time.perf_counter()
+        while True:
+            self._top_up()
+            refs = list(self.in_flight) + list(self.starting)
+            if not refs:
+                raise WorkerError("no ray runner is left to sample from")
+            unroll = self._wait(refs, WAIT_SLICE)
+            if unroll is not None:
+                return unroll
+            self._time_out_hung()
+            if stopping.holds_up_stop(since):
+                raise stopping.StopRequested("waiting for ray runners stopped: a stop was requested")
+
+    def _wait(self, refs: list, timeout: float) -> Any:
+        """Handle what became ready; the first fresh unroll among it, or None."""
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        for ref in ready:
+            if ref in self.starting:
+                self._started(ref)
+                continue
+            request = self.in_flight.pop(ref, None)
+            if request is None:
+                continue  # dropped with its runner's failure
+            try:
+                unroll = ray.get(ref)
+            except RayError as exc:
+                self._failed(request.runner, exc)
+                continue
+            self.progress[request.runner] = time.monotonic()
+            self.answered[request.runner] = True
+            if self._is_new(unroll):
+                return unroll
+        return None
+
+    def _is_new(self, unroll: Any) -> bool:
+        """Each incarnation numbers its unrolls 0, 1, ...: one seen before is counted and skipped."""
+        last = self.last_sequence.get(unroll.incarnation, -1)
+        if unroll.sequence <= last:
+            self.duplicates += 1
+            return False
+        self.last_sequence[unroll.incarnation] = unroll.sequence
+        return True
+
+    def _top_up(self) -> None:
+        """Give every ready runner requests up to ``max_in_flight``."""
+        counts = [0] * self.num_runners
+        for request in self.in_flight.values():
+            counts[request.runner] += 1
+        for r in range(self.num_runners):
+            for _ in range(self.max_in_flight - counts[r] if self.ready[r] else 0):
+                ref = self.actors[r].sample.remote(self.requests, [self.weights], self.version, self.random_actions)
+                self.in_flight[ref] = Request(r, self.requests)
+                self.requests += 1
+
+    # -- failures and restarts -------------------------------------------------------------------------
+    def _ping(self, r: int) -> None:
+        self.ready[r] = self.answered[r] = False
+        self.starting[self.actors[r].describe.remote()] = r
+        self.progress[r] = time.monotonic()
+
+    def _started(self, ref: Any) -> None:
+        r = self.starting.pop(ref)
+        try:
+            description = ray.get(ref)
+        except RayError as exc:  # still restarting, or gone for good
+            if _permanently_dead(exc) or time.monotonic() - self.progress[r] > self.start_timeout:
+                raise WorkerError(f"ray runner {r} could not be started: {_cause(exc)}") from None
+            time.sleep(WAIT_SLICE)
+            self.starting[self.actors[r].describe.remote()] = r
+            return
+        self.check_description(description)
+        self.ready[r] = True
+        self.progress[r] = time.monotonic()
+
+    def _failed(self, r: int, error: BaseException, kill: Optional[bool] = None) -> None:
+        """Runner ``r`` failed: drop what it holds, let Ray restart it, or stop the run past the limit."""
+        if not self.ready[r]:
+            return  # a request sent before the failure already handled
+        cause = _cause(error)
+        self.restarts[r] += 1
+        self.causes[r] = cause
+        if self.restarts[r] > self.max_restarts:
+            raise WorkerError(f"ray runner {r} failed {self.restarts[r]} times, more than ray.max_runner_restarts "
+                              f"= {self.max_restarts}; the last time: {cause}") from None
+        log.warning("ray runner %d failed (%s); restarting it (%d of ray.max_runner_restarts = %d)",
+                    r, cause, self.restarts[r], self.max_restarts)
+        self.in_flight = {ref: q for ref, q in self.in_flight.items() if q.runner != r}
+        if kill if kill is not None else isinstance(error, RayTaskError):  # alive but broken: Ray restarts it
+            ray.kill(self.actors[r], no_restart=False)
+        self.on_restart(r)
+        self._ping(r)
+
+    def _time_out_hung(self) -> None:
+        if not self.answer_timeout:
+            return
+        now = time.monotonic()
+        busy = {q.runner for q in self.in_flight.values()}
+        for r in busy:  # a runner's first unroll also traces its collector: it gets the start timeout on top
+            limit = self.answer_timeout + (0.0 if self.answered[r] else self.start_timeout)
+            if self.ready[r] and now - self.progress[r] > limit:
+                self._failed(r, TimeoutError(f"no unroll within {self.answer_timeout:g} s (train.env_step_timeout "
+                                             "x train.unroll_length)"), kill=True)
+
+
+def _permanently_dead(error: BaseException) -> bool:
+    return "permanently" in str(error) or "creation task" in str(error)
+
+
+def _cause(error: BaseException) -> str:
+    """One line: the error a runner's own code raised, else what Ray says happened to it."""
+    inner = getattr(error, "cause", None) if isinstance(error, RayTaskError) else None
+    if isinstance(inner, BaseException):
+        return one_line(inner)
+    text = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return text[0] if text else type(error).__name__

@@ -1,0 +1,13 @@
+"""The entry point: registers the ``ray`` pipeline through the same hook as the built-in ones."""
+
+from __future__ import annotations
+
+from rlengine import hookimpl
+
+#: The rlengine API (hooks and interfaces) this plugin is written against.
+RLENGINE_API_VERSION = "1.3"
+
+
+@hookimpl
+def rlengine_register_pipelines(register):
+    register("ray", "rlengine_ray.pipeline:RayPipeline")

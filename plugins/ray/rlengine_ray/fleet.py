@@ -19,6 +19,7 @@ line naming the runner and the cause.
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from typing import Any, Callable, NamedTuple, Optional
@@ -65,7 +66,13 @@ class RunnerFleet:
         self.version = -1
         self.random_actions = False
         self.requests = 0
-        self.last_sequence: dict = {}  # incarnation -> the newest sequence number received
+        # each runner's unrolls are handed on in the order it collected them (the replay's rows and row 0 of
+        # each unroll rely on it), though ray.wait may see a later one ready first
+        self.descriptions: list = [None] * num_runners  # what each runner's current life answered describe
+        self.incarnations: list = [None] * num_runners  # of each runner's current life
+        self.expected = [0] * num_runners  # the sequence number each runner's next unroll must have
+        self.early: list = [dict() for _ in range(num_runners)]  # sequence -> unroll that came before its turn
+        self.deliverable: collections.deque = collections.deque()
         self.duplicates = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -103,20 +110,19 @@ class RunnerFleet:
     def next_unroll(self) -> Any:
         """The next unroll any runner returns; failed runners are restarted meanwhile."""
         since = time.perf_counter()
-        while True:
+        while not self.deliverable:
             self._top_up()
             refs = list(self.in_flight) + list(self.starting)
             if not refs:
                 raise WorkerError("no ray runner is left to sample from")
-            unroll = self._wait(refs, WAIT_SLICE)
-            if unroll is not None:
-                return unroll
+            self._wait(refs, WAIT_SLICE)
             self._time_out_hung()
             if stopping.holds_up_stop(since):
                 raise stopping.StopRequested("waiting for ray runners stopped: a stop was requested")
+        return self.deliverable.popleft()
 
-    def _wait(self, refs: list, timeout: float) -> Any:
-        """Handle what became ready; the first fresh unroll among it, or None."""
+    def _wait(self, refs: list, timeout: float) -> None:
+        """Handle what became ready: started runners, failures, unrolls (queued in their runner's order)."""
         ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
         for ref in ready:
             if ref in self.starting:
@@ -132,18 +138,20 @@ class RunnerFleet:
                 continue
             self.progress[request.runner] = time.monotonic()
             self.answered[request.runner] = True
-            if self._is_new(unroll):
-                return unroll
-        return None
+            self._accept(unroll)
 
-    def _is_new(self, unroll: Any) -> bool:
-        """Each incarnation numbers its unrolls 0, 1, ...: one seen before is counted and skipped."""
-        last = self.last_sequence.get(unroll.incarnation, -1)
-        if unroll.sequence <= last:
+    def _accept(self, unroll: Any) -> None:
+        """Queue ``unroll`` once its runner's earlier ones are queued; one seen before is counted, not queued."""
+        r = unroll.runner
+        if unroll.incarnation != self.incarnations[r]:
+            return  # collected by a life of the runner that has ended: dropped with its failure
+        if unroll.sequence < self.expected[r] or unroll.sequence in self.early[r]:
             self.duplicates += 1
-            return False
-        self.last_sequence[unroll.incarnation] = unroll.sequence
-        return True
+            return
+        self.early[r][unroll.sequence] = unroll
+        while self.expected[r] in self.early[r]:
+            self.deliverable.append(self.early[r].pop(self.expected[r]))
+            self.expected[r] += 1
 
     def _top_up(self) -> None:
         """Give every ready runner requests up to ``max_in_flight``."""
@@ -173,6 +181,8 @@ class RunnerFleet:
             self.starting[self.actors[r].describe.remote()] = r
             return
         self.check_description(description)
+        self.descriptions[r] = description
+        self.incarnations[r], self.expected[r], self.early[r] = description["incarnation"], 0, {}
         self.ready[r] = True
         self.progress[r] = time.monotonic()
 
@@ -189,6 +199,8 @@ class RunnerFleet:
         log.warning("ray runner %d failed (%s); restarting it (%d of ray.max_runner_restarts = %d)",
                     r, cause, self.restarts[r], self.max_restarts)
         self.in_flight = {ref: q for ref, q in self.in_flight.items() if q.runner != r}
+        self.early[r], self.incarnations[r] = {}, None  # its unrolls still to come would follow a lost one
+        self.deliverable = collections.deque(u for u in self.deliverable if u.runner != r)
         if kill if kill is not None else isinstance(error, RayTaskError):  # alive but broken: Ray restarts it
             ray.kill(self.actors[r], no_restart=False)
         self.on_restart(r)

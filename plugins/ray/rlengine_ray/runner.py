@@ -165,10 +165,14 @@ def _start_tensorflow(threads: int) -> None:
 
 def _restarted() -> bool:
     """Whether Ray is re-running this actor's constructor after a failure."""
+    import warnings
+
     import ray
 
     try:
-        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        with warnings.catch_warnings():  # the property reads a deprecated attribute inside Ray itself
+            warnings.simplefilter("ignore")
+            return bool(ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # not in an actor (a test building the class directly)
         return False
 

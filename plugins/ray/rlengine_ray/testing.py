@@ -1,0 +1,116 @@
+"""Testing kit of the ray pipeline: what its tests and chaos benchmark run, importable on every node.
+
+* ``probe`` (algorithm): the testing kit's ``toy`` policy whose rollout info
+  carries ``probe``, a variable every update adds one to; so every row of an
+  unroll shows the weights that acted on it. ``probe-q``: the same on
+  ``toy-q``, off-policy.
+* ``chaos`` (environment): the testing kit's ``counting`` env that, in the
+  runner whose first env id is ``[chaos] runner_first_env_id``, raises at its
+  ``raise_at_step``-th batched step or sleeps ``hang_seconds`` at its
+  ``hang_at_step``-th. With ``once_file`` the fault happens once: the env
+  writes that file when it strikes and never strikes while it exists, so a
+  restarted runner runs on.
+
+Register with ``extra_plugins=[("testing", testing_plugin()), ("ray-testing", rlengine_ray.testing)]``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import attrs
+import tensorflow as tf
+
+from rlengine import hookimpl
+from rlengine.api.data import PolicyStep
+from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm
+
+
+class _Probe:
+    """Adds the ``probe`` variable and its rollout info to a testing-kit algorithm."""
+
+    def _make_probe(self) -> None:
+        self.probe = tf.Variable(0.0, trainable=False, name="probe")
+
+    def _probed(self, step: PolicyStep, time_step) -> PolicyStep:
+        batch = tf.shape(time_step.step_type)[0]
+        info = dict(step.info) if isinstance(step.info, dict) else {}
+        return step._replace(info={**info, "probe": tf.fill([batch], tf.identity(self.probe))})
+
+    def _count_update(self) -> None:
+        self.probe.assign_add(1.0)
+
+
+class ProbeAlgorithm(_Probe, ToyAlgorithm):
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        self._make_probe()
+
+    def rollout(self, time_step, state):
+        return self._probed(super().rollout(time_step, state), time_step)
+
+    def train_complete(self, tape, info, weight=None):
+        self._count_update()
+        return super().train_complete(tape, info, weight)
+
+
+class ProbeQAlgorithm(_Probe, ToyQAlgorithm):
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
+        self._make_probe()
+
+    def rollout(self, time_step, state):
+        return self._probed(super().rollout(time_step, state), time_step)
+
+    def train_complete(self, tape, info, weight=None):
+        self._count_update()
+        return super().train_complete(tape, info, weight)
+
+
+@attrs.define
+class ChaosConfig(CountingConfig):
+    runner_first_env_id: int = 0  # the runner whose env strikes (by its first env id)
+    raise_at_step: int = 0  # 0: never
+    hang_at_step: int = 0  # 0: never
+    hang_seconds: float = 3600.0
+    once_file: str = ""  # "": strike in every life of the runner
+
+
+class ChaosEnv(CountingEnv):
+    config_class = ChaosConfig
+
+    def __init__(self, env_id, num_envs, seed, first_env_id=0, config=None):
+        super().__init__(env_id, num_envs, seed, first_env_id, config or ChaosConfig())
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        cfg = self.config
+        if self.first_env_id == cfg.runner_first_env_id and self._may_strike():
+            if self.steps == cfg.raise_at_step:
+                self._struck()
+                raise RuntimeError(f"chaos env {self.first_env_id} raised at step {self.steps}")
+            if self.steps == cfg.hang_at_step:
+                self._struck()
+                time.sleep(cfg.hang_seconds)
+        return super().step(action)
+
+    def _may_strike(self) -> bool:
+        return not (self.config.once_file and os.path.exists(self.config.once_file))
+
+    def _struck(self) -> None:
+        if self.config.once_file:
+            with open(self.config.once_file, "w") as f:
+                f.write(str(os.getpid()))
+
+
+@hookimpl
+def rlengine_register_algorithms(register):
+    register("probe", ProbeAlgorithm)
+    register("probe-q", ProbeQAlgorithm)
+
+
+@hookimpl
+def rlengine_register_environments(register):
+    register("chaos", ChaosEnv)

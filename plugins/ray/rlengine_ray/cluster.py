@@ -7,7 +7,11 @@ cluster (``address = "auto"`` or ``host:port``) ends with a disconnect.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+from typing import Iterator
 
 import ray
 
@@ -30,10 +34,11 @@ class RayConnection:
         options = dict(include_dashboard=False, configure_logging=False, log_to_driver=True,
                        runtime_env={"env_vars": {k: os.environ.get(k, v) for k, v in WORKER_ENV.items()}})
         try:
-            if self.address:
-                ray.init(address=self.address, **options)
-            else:
-                ray.init(num_cpus=os.cpu_count(), **options)
+            with _signal_handlers_kept():
+                if self.address:
+                    ray.init(address=self.address, **options)
+                else:
+                    ray.init(num_cpus=os.cpu_count(), **options)
         except ConnectionError as exc:
             raise ConfigError(f"ray.address = {self.address!r}: no Ray cluster answered ({_first_line(exc)}); "
                               "start one with `ray start --head`, or leave ray.address empty for a local Ray") from None
@@ -43,6 +48,22 @@ class RayConnection:
         if self.owned and ray.is_initialized():
             ray.shutdown()  # a local Ray's processes end with it; a joined cluster keeps running
         self.owned = False
+
+
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """Keep the run's SIGINT and SIGTERM handlers through ``ray.init``: Ray's core installs a crash handler
+    for SIGTERM that prints a stack trace and kills the process, so the run could not checkpoint and stop."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            if handler is not None:
+                signal.signal(number, handler)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -11,7 +11,7 @@
   writes that file when it strikes and never strikes while it exists, so a
   restarted runner runs on.
 
-Register with ``extra_plugins=[("testing", testing_plugin()), ("ray-testing", rlengine_ray.testing)]``.
+Register with ``extra_plugins=testing_plugins()``; :func:`ray_config` is a tiny run on them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from rlengine import hookimpl
 from rlengine.api.data import PolicyStep
-from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm
+from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm, testing_plugin, tiny_config
 
 
 class _Probe:
@@ -114,3 +114,21 @@ def rlengine_register_algorithms(register):
 @hookimpl
 def rlengine_register_environments(register):
     register("chaos", ChaosEnv)
+
+
+def testing_plugins() -> list:
+    """``extra_plugins`` for a run on this kit: the core's testing kit and this module."""
+    import rlengine_ray.testing as this
+
+    return [("testing", testing_plugin()), ("ray-testing", this)]
+
+
+def ray_config(root_dir: str, *, ray_section=None, sections=None, **train) -> dict:
+    """The testing kit's tiny config on the ray pipeline: 2 runners of 2 copies, half a CPU each."""
+    values = dict(pipeline="ray", algorithm="probe", env="chaos", num_envs=4, unroll_length=4,
+                  num_env_steps=64, eval_interval=0, writers=[])
+    values.update(train)
+    config = tiny_config(root_dir, **values)
+    config["ray"] = {"num_runners": 2, "num_cpus_per_runner": 0.5, "start_timeout": 120.0, **(ray_section or {})}
+    config.update(sections or {})
+    return config

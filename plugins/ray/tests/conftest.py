@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import pytest
 import ray
-import rlengine_ray.testing
 from rlengine_ray.cluster import WORKER_ENV
+from rlengine_ray.testing import ray_config, testing_plugins
 
 from rlengine.run.build import build_components
 from rlengine.run.engine import Engine
-from rlengine.testing.kit import testing_plugin, tiny_config
 
 
 def pytest_collection_modifyitems(items):
@@ -33,21 +32,6 @@ def local_ray():
     ray.shutdown()
 
 
-def plugins() -> list:
-    return [("testing", testing_plugin()), ("ray-testing", rlengine_ray.testing)]
-
-
-def ray_config(tmp_path, *, ray_section=None, sections=None, **train) -> dict:
-    """The testing kit's tiny config on the ray pipeline: 2 runners of 2 copies, half a CPU each."""
-    values = dict(pipeline="ray", algorithm="probe", env="chaos", num_envs=4, unroll_length=4,
-                  num_env_steps=64, eval_interval=0, writers=[])
-    values.update(train)
-    config = tiny_config(str(tmp_path / "run"), **values)
-    config["ray"] = {"num_runners": 2, "num_cpus_per_runner": 0.5, "start_timeout": 120.0, **(ray_section or {})}
-    config.update(sections or {})
-    return config
-
-
 @pytest.fixture
 def components_of(tmp_path):
     """``components_of(**settings)``: the run's components, built as a run builds them, with the ray
@@ -55,7 +39,7 @@ def components_of(tmp_path):
     built = []
 
     def build(**kwargs):
-        engine = Engine(ray_config(tmp_path, **kwargs), extra_plugins=plugins())
+        engine = Engine(ray_config(str(tmp_path / "run"), **kwargs), extra_plugins=testing_plugins())
         built.append(build_components(engine.config, engine.plugins, str(tmp_path / "run"), writers=False))
         return built[-1]
 

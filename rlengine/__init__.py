@@ -50,6 +50,10 @@ _WHERE = {
     "TrainResult": "rlengine.run.trainer",
     "load": "rlengine.run.policy_load",
     "Policy": "rlengine.run.policy",
+    "RemoteCollector": "rlengine.run.remote",
+    "CollectorRecipe": "rlengine.api.pipeline",
+    "acting_weights": "rlengine.run.remote",
+    "variable_layout": "rlengine.run.remote",
     "PolicyState": "rlengine.run.policy",
 }
 _MODULES = {"random": "rlengine.api.seeding"}  # the run's checkpointed random generator

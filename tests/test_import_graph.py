@@ -16,7 +16,7 @@ import pytest
 grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (pip install import-linter)")
 
 FIRST_PARTY = ("rlengine_gym", "rlengine_algorithms", "rlengine_transformers", "rlengine_writers",
-               "rlengine_reinforce", "rlengine_tools", "rlengine_optuna")
+               "rlengine_reinforce", "rlengine_tools", "rlengine_optuna", "rlengine_ray")
 
 
 def strongly_connected_components(graph) -> list[list[str]]:

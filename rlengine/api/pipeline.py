@@ -45,6 +45,17 @@ class Iteration(NamedTuple):
 
 
 @attrs.frozen
+class CollectorRecipe:
+    """What a remote collector is built from: values only, so it pickles."""
+
+    config: bytes  # the run's RunConfig, pickled (its plugin sections import TF, which must start quietly first)
+    plugins: Any  # PluginRecipe of the run
+    num_envs: int
+    first_env_id: int
+    seed_offset: int = 0  # added to train.seed (a restarted runner should not replay its first episodes)
+
+
+@attrs.frozen
 class PipelineContext:
     """The run's parts a pipeline is built from; the core builds them once, from the specs' dry run."""
 
@@ -58,9 +69,10 @@ class PipelineContext:
     envs: list  # the training environments env_layout() asked for, built and guarded
     #: ``make_environment(num_envs, first_env_id)``: one more guarded training environment
     make_environment: Callable[[int, int], Any]
-    #: How a remote process loads the run's plugins (``plugin_recipe.build()``): env runners elsewhere
-    #: build their environments, transformers and policy through the same plugins
-    plugin_recipe: Any = None
+    #: ``collector_recipe(num_envs, first_env_id, seed_offset=0)``: a picklable
+    #: :class:`rlengine.CollectorRecipe` from which another process builds a
+    #: :class:`rlengine.RemoteCollector` (the run's env, transformers and policy, through the same plugins)
+    collector_recipe: Optional[Callable[..., Any]] = None
 
 
 class Pipeline:

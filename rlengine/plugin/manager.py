@@ -178,6 +178,11 @@ def build_plugins(
     return Plugins(pm, registries, infos, failures, recipe=PluginRecipe.of(skip, extra_plugins, load_entry_points))
 
 
+def rebuild_plugins(recipe: PluginRecipe) -> Plugins:
+    """A fresh manager with the plugins of the run that wrote ``recipe`` (in another process)."""
+    return build_plugins(recipe.disabled, recipe.extra_plugins(), recipe.load_entry_points)
+
+
 def _entry_points(failures: list) -> list[md.EntryPoint]:
     """The group's entry points, one per name.
 

@@ -7,8 +7,8 @@ is built, other plugin objects travel as they are (they must pickle). The
 installed entry points are found again by the process that builds it, so
 every machine of a cluster needs the same plugin packages installed::
 
-    recipe = plugins.recipe            # in the driver
-    plugins = recipe.build()           # in the remote process: a fresh manager, same plugins
+    recipe = plugins.recipe                          # in the driver
+    plugins = manager.rebuild_plugins(recipe)        # in the remote process: a fresh manager, same plugins
 """
 
 from __future__ import annotations
@@ -35,9 +35,6 @@ class PluginRecipe:
                       for name, plugin in extra_plugins)
         return cls(tuple(sorted(disabled)), extra, load_entry_points)
 
-    def build(self) -> Any:
-        """A fresh :class:`~rlengine.plugin.manager.Plugins` with the same plugins as the recipe's run."""
-        from rlengine.plugin.manager import build_plugins  # the manager builds recipes: import it late
-
-        extra = [(name, importlib.import_module(p) if isinstance(p, str) else p) for name, p in self.extra]
-        return build_plugins(self.disabled, extra, self.load_entry_points)
+    def extra_plugins(self) -> list[tuple[str, Any]]:
+        """The in-process plugins, modules imported again by name."""
+        return [(name, importlib.import_module(p) if isinstance(p, str) else p) for name, p in self.extra]

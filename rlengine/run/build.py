@@ -7,12 +7,13 @@ needs, prepares the specs once, then hands the prepared parts to it.
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import attrs
 
 from rlengine.api import Algorithm, Environment
-from rlengine.api.pipeline import Pipeline, PipelineContext
+from rlengine.api.pipeline import CollectorRecipe, Pipeline, PipelineContext
 from rlengine.api.specs import RunSpecs, check_nest
 from rlengine.collect.distributions import Converters
 from rlengine.collect.faults import GuardedEnvironment
@@ -153,7 +154,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         learner = Learner(algorithm, specs, converters, buffer)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
-                                  plugins.recipe)
+                                  _collector_recipes(config, plugins))
         pipeline = cls.create(context, section)
         evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
         writer_objects = [wcls(root_dir, config.section(n, wcls.config_class), total_env_steps=cfg.num_env_steps)
@@ -183,6 +184,16 @@ def build_acting(config: RunConfig, plugins: Plugins, raw_time_step_spec: Any,
         observation=TransformerChain.output_spec_of(chain.transformers, observation_spec))
     algorithm = algorithm_cls(time_step_spec, action_spec, config.section(cfg.algorithm, algorithm_cls.config_class))
     return chain, algorithm
+
+
+def _collector_recipes(config: RunConfig, plugins: Plugins) -> Any:
+    """``recipe(num_envs, first_env_id, seed_offset=0)`` for remote collectors of this run."""
+    pickled = pickle.dumps(config)
+
+    def recipe(num_envs: int, first_env_id: int, seed_offset: int = 0) -> CollectorRecipe:
+        return CollectorRecipe(pickled, plugins.recipe, num_envs, first_env_id, seed_offset)
+
+    return recipe
 
 
 def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs) -> Any:

@@ -23,7 +23,7 @@ HEAVY = ("tensorflow", "tensorflow_probability", "keras", "tf_keras")
 #: Entry-point name -> the first-party package that declares it.
 FIRST_PARTY = {"gym": "rlengine_gym", "algorithms": "rlengine_algorithms", "transformers": "rlengine_transformers",
                "writers": "rlengine_writers", "reinforce": "rlengine_reinforce", "tools": "rlengine_tools",
-               "optuna": "rlengine_optuna"}
+               "optuna": "rlengine_optuna", "ray": "rlengine_ray"}
 
 MARKER = "PROBE-RESULT="
 

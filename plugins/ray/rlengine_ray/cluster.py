@@ -38,7 +38,8 @@ class RayConnection:
                 if self.address:
                     ray.init(address=self.address, **options)
                 else:
-                    ray.init(num_cpus=os.cpu_count(), **options)
+                    # "local": start one even where another Ray runs (`ray start`, RAY_ADDRESS), never join it
+                    ray.init(address="local", num_cpus=os.cpu_count(), **options)
         except ConnectionError as exc:
             raise ConfigError(f"ray.address = {self.address!r}: no Ray cluster answered ({_first_line(exc)}); "
                               "start one with `ray start --head`, or leave ray.address empty for a local Ray") from None

@@ -18,7 +18,6 @@ runners start fresh episodes on resume.
 from __future__ import annotations
 
 import collections
-import pickle
 import sys
 import time
 from typing import Any
@@ -27,15 +26,14 @@ import numpy as np
 import ray
 import tensorflow as tf
 
-from rlengine import ConfigError
+from rlengine import ConfigError, acting_weights, variable_layout
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.errors import WorkerError
 from rlengine.learn.replay import rows_to_store
-from rlengine_ray import weights
 from rlengine_ray.cluster import RayConnection
 from rlengine_ray.config import RayConfig, runner_layout
 from rlengine_ray.fleet import RunnerFleet
-from rlengine_ray.runner import EnvRunner, RunnerRecipe
+from rlengine_ray.runner import EnvRunner
 
 
 class RayPipeline(Pipeline):
@@ -54,16 +52,14 @@ class RayPipeline(Pipeline):
 
     def __init__(self, context: PipelineContext, config: RayConfig):
         super().__init__(context, config)
-        if context.plugin_recipe is None:
-            raise ConfigError("train.pipeline = 'ray' needs the run's plugin recipe to build runners; "
+        if context.collector_recipe is None:
+            raise ConfigError("train.pipeline = 'ray' needs the run's collector recipe to build runners; "
                               "build the run with rlengine.Engine")
         train = context.config.train
         self.layout = runner_layout(train, config, not context.algorithm.off_policy)
         self.learner, self.chain = context.learner, context.chain
-        self.variables = weights.acting_variables(context.algorithm)
         self.has_statistics = any(t.variables for t in self.chain.transformers)
         self.connection = RayConnection(config.address)
-        self.config_bytes = pickle.dumps(context.config)
         self.answer_timeout = train.env_step_timeout * train.unroll_length
         self.fleet: Any = None
         self.version = 0
@@ -95,16 +91,15 @@ class RayPipeline(Pipeline):
 
     def _start_actor(self, r: int) -> Any:
         cfg, (num_envs, first) = self.config, self.layout[r]
-        recipe = RunnerRecipe(r, self.config_bytes, self.context.plugin_recipe, num_envs, first,
-                              cfg.num_cpus_per_runner, tuple(p for p in sys.path if p))
+        recipe = self.context.collector_recipe(num_envs, first)
         actor = ray.remote(EnvRunner).options(num_cpus=cfg.num_cpus_per_runner, max_restarts=cfg.max_runner_restarts,
                                               max_task_retries=0)
-        return actor.remote(recipe)
+        return actor.remote(r, recipe, cfg.num_cpus_per_runner, tuple(p for p in sys.path if p))
 
     def _check_runner(self, description: dict) -> None:
         """A runner whose policy or specs differ from the learner's would train on garbage: refuse it."""
-        ours = [(shape, dtype) for _, shape, dtype in weights.layout(self.variables)]
-        theirs = [(tuple(shape), dtype) for _, shape, dtype in description["variables"]]
+        ours = variable_layout(self.context.algorithm)
+        theirs = [(tuple(shape), dtype) for shape, dtype in description["variables"]]
         where = f"ray runner {description['runner']} (pid {description['pid']} on {description['host']})"
         if ours != theirs:
             raise WorkerError(f"{where} built a policy with variables {theirs}, the learner's are {ours}: "
@@ -117,8 +112,7 @@ class RayPipeline(Pipeline):
         """Its episodes were cut by the failure (off-policy pipelines cut the stored rows too)."""
 
     def _publish(self) -> None:
-        statistics = self.chain.statistics() if self.has_statistics else []
-        self.fleet.publish({"algorithm": weights.read(self.variables), "statistics": statistics}, self.version)
+        self.fleet.publish(acting_weights(self.context.algorithm, self.chain), self.version)
 
     # -- unrolls ------------------------------------------------------------------------------------------
     def _receive(self) -> Any:
@@ -154,6 +148,9 @@ class OnPolicyRayPipeline(RayPipeline):
     def start(self) -> None:
         self.held.clear()
         super().start()
+
+    def _runner_restarted(self, r: int) -> None:
+        self.held[r].clear()  # collected by the life that ended, like its unrolls lost in flight
 
     def iterate(self, env_steps: int) -> Iteration:
         t0 = time.perf_counter()

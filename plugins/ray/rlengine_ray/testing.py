@@ -17,14 +17,19 @@ Register with ``extra_plugins=testing_plugins()``; :func:`ray_config` is a tiny 
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import attrs
-import tensorflow as tf
 
-from rlengine import hookimpl
-from rlengine.api.data import PolicyStep
-from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm, testing_plugin, tiny_config
+from rlengine.quiet_tensorflow import import_tensorflow
+
+import_tensorflow()  # before TF is imported below, so its C++ start-up lines stay quiet
+import tensorflow as tf  # noqa: E402
+
+from rlengine import hookimpl  # noqa: E402
+from rlengine.api.data import PolicyStep  # noqa: E402
+from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm, testing_plugin, tiny_config  # noqa: E402
 
 
 class _Probe:
@@ -118,9 +123,7 @@ def rlengine_register_environments(register):
 
 def testing_plugins() -> list:
     """``extra_plugins`` for a run on this kit: the core's testing kit and this module."""
-    import rlengine_ray.testing as this
-
-    return [("testing", testing_plugin()), ("ray-testing", this)]
+    return [("testing", testing_plugin()), ("ray-testing", sys.modules[__name__])]
 
 
 def ray_config(root_dir: str, *, ray_section=None, sections=None, **train) -> dict:

@@ -7,11 +7,10 @@ import time
 import pytest
 import ray
 from ray.cluster_utils import Cluster
+from rlengine_ray.testing import ray_config, testing_plugins
 
 from rlengine.run.build import build_components
 from rlengine.run.engine import Engine
-
-from rlengine_ray.testing import ray_config, testing_plugins
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import threading
 from typing import Iterator
 
@@ -33,6 +34,7 @@ class RayConnection:
             return
         options = dict(include_dashboard=False, configure_logging=False, log_to_driver=True,
                        runtime_env={"env_vars": {k: os.environ.get(k, v) for k, v in WORKER_ENV.items()}})
+        _check_reachable(self.address)
         try:
             with _signal_handlers_kept():
                 if self.address:
@@ -65,6 +67,18 @@ def _signal_handlers_kept() -> Iterator[None]:
         for number, handler in kept.items():
             if handler is not None:
                 signal.signal(number, handler)
+
+
+def _check_reachable(address: str, seconds: float = 5.0) -> None:
+    """Refuse a ``host:port`` nobody listens on at once: ``ray.init`` would retry it for minutes."""
+    host, _, port = address.rpartition(":")
+    if not host or "://" in address or not port.isdigit():
+        return  # "", "auto" (Ray looks it up and answers at once), or a client address
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as exc:
+        raise ConfigError(f"ray.address = {address!r}: nothing answers there ({exc.strerror or exc}); start the "
+                          "cluster's head with `ray start --head`, or leave ray.address empty for a local Ray") from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,71 @@
+"""Whole runs through the ray pipeline: bad settings refused in one line, statistics merged, resume."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rlengine_ray.testing import ray_config, testing_plugins
+
+from rlengine import ConfigError, hookimpl
+from rlengine.run.engine import Engine
+
+
+def _engine(tmp_path, **settings) -> Engine:
+    return Engine(ray_config(str(tmp_path / "run"), **settings), extra_plugins=testing_plugins())
+
+
+@pytest.mark.parametrize("settings, culprit", [
+    ({"num_envs": 5}, "train.num_envs = 5 must equal ray.num_runners = 2 x ray.envs_per_runner"),
+    ({"ray_section": {"max_in_flight_per_runner": 3}}, "ray.max_policy_lag = 1 is below ray.max_in_flight_per_runner"),
+])
+def test_settings_that_cannot_run_are_refused_in_one_line_before_ray_starts(tmp_path, settings, culprit):
+    with pytest.raises(ConfigError) as caught:
+        _engine(tmp_path, **settings).train()
+    assert culprit in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_an_address_nobody_answers_is_one_line(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        _engine(tmp_path, ray_section={"address": "127.0.0.1:9"}).train()  # the discard port: nothing listens
+    message = str(caught.value)
+    assert message.startswith("ray.address = '127.0.0.1:9': nothing answers there") and "\n" not in message
+
+
+def test_normalize_statistics_merge_every_runners_observations(local_ray, components_of):
+    components = components_of(transformers=["normalize"])
+    pipeline, normalize = components.pipeline, components.chain.transformers[0]
+    merged = []
+    original = pipeline._receive
+    pipeline._receive = lambda: merged.append(original()) or merged[-1]
+    pipeline.start()
+    env_steps = 0
+    for _ in range(8):
+        env_steps += pipeline.iterate(env_steps).env_steps
+    pipeline.stop()
+    # the chaos env observes [t, env_id]: each unroll's 4 new rows x 2 copies were merged, and the env-id
+    # column's mean is that of the copies in proportion to their rows
+    rows = {r: 8 * sum(u.runner == r for u in merged) for r in (0, 1)}
+    assert normalize.count.numpy() == sum(rows.values())
+    expected_id_mean = (rows[0] * 0.5 + rows[1] * 2.5) / sum(rows.values())
+    np.testing.assert_allclose(normalize.mean[0].numpy()[1], expected_id_mean, rtol=1e-9)
+
+
+class StopAt:
+    """Fails the run right after the checkpoint of iteration ``at``, like a crash."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    @hookimpl
+    def rlengine_checkpoint_saved(self, run, iteration, path):
+        if iteration == self.at:
+            raise KeyboardInterrupt
+
+
+def test_resume_continues_with_new_runners(local_ray, tmp_path):
+    config = ray_config(str(tmp_path / "run"), algorithm="probe-q", num_env_steps=96, checkpoint_interval=1)
+    with pytest.raises(KeyboardInterrupt):
+        Engine(config, extra_plugins=[*testing_plugins(), ("stop", StopAt(4))]).train()
+    result = Engine(config, extra_plugins=testing_plugins()).train()
+    assert result.env_steps == 96 and result.iterations == 12  # 8 steps an iteration, 4 of them before the crash

@@ -20,6 +20,8 @@ TARGETS = {  # example -> threshold the issue asks for
     "td3_pendulum": -200.0,
     "dqn_cartpole": 475.0,
     "reinforce_cartpole": 475.0,  # the example plugin in plugins/reinforce
+    "ppo_cartpole_ray": 475.0,  # through the ray pipeline (plugins/ray): 2 runners on a local Ray
+    "sac_pendulum_ray": -200.0,
 }
 
 def main() -> None:

@@ -54,6 +54,7 @@ class RunnerFleet:
         self.start_timeout = start_timeout
         self.check_description = check_description
         self.on_restart = on_restart  # the pipeline's part of a restart (cut the runner's stored episodes)
+        self.holding: Callable[[int], int] = lambda r: 0  # answers of runner r the pipeline keeps for later
         self.actors: list = []
         self.in_flight: dict = {}  # ObjectRef -> Request
         self.starting: dict = {}  # ObjectRef of a describe call -> runner index
@@ -154,10 +155,13 @@ class RunnerFleet:
             self.expected[r] += 1
 
     def _top_up(self) -> None:
-        """Give every ready runner requests up to ``max_in_flight``."""
-        counts = [0] * self.num_runners
+        """Give every ready runner requests up to ``max_in_flight``, counting the answers it gave that are
+        not consumed yet: a runner faster than the others would otherwise pile up unrolls of old versions."""
+        counts = [len(self.early[r]) + self.holding(r) for r in range(self.num_runners)]
         for request in self.in_flight.values():
             counts[request.runner] += 1
+        for unroll in self.deliverable:
+            counts[unroll.runner] += 1
         for r in range(self.num_runners):
             for _ in range(self.max_in_flight - counts[r] if self.ready[r] else 0):
                 ref = self.actors[r].sample.remote(self.requests, [self.weights], self.version, self.random_actions)

@@ -148,6 +148,7 @@ class OnPolicyRayPipeline(RayPipeline):
     def start(self) -> None:
         self.held.clear()
         super().start()
+        self.fleet.holding = lambda r: len(self.held[r])  # held answers count as in flight
 
     def _runner_restarted(self, r: int) -> None:
         self.held[r].clear()  # collected by the life that ended, like its unrolls lost in flight

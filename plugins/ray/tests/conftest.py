@@ -1,8 +1,8 @@
 """One real local Ray for the tests that share it (Ray has no local mode any more); tests that start
 their own (a two-node cluster, a run in a subprocess) do not use it.
 
-Every test here is marked ``ray``: they start Ray processes, which costs more than the root suite's
-budget allows, so ``python -m pytest`` leaves them out and ``tox -e ray`` (CI) runs them.
+Every test module here is marked ``ray`` (``pytestmark``): they start Ray processes, which costs more than
+the root suite's budget allows, so ``python -m pytest`` leaves them out and ``tox -e ray`` (CI) runs them.
 """
 
 from __future__ import annotations
@@ -14,12 +14,6 @@ from rlengine_ray.testing import ray_config, testing_plugins
 
 from rlengine.run.build import build_components
 from rlengine.run.engine import Engine
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if "plugins/ray/tests" in str(item.fspath).replace("\\", "/"):
-            item.add_marker(pytest.mark.ray)
 
 
 @pytest.fixture(scope="module")

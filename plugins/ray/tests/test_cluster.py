@@ -12,6 +12,8 @@ from rlengine_ray.testing import ray_config, testing_plugins
 from rlengine.run.build import build_components
 from rlengine.run.engine import Engine
 
+pytestmark = pytest.mark.ray  # starts Ray processes: tox -e ray runs these
+
 
 @pytest.fixture
 def cluster():

@@ -11,6 +11,8 @@ import tensorflow as tf
 
 from rlengine.errors import WorkerError
 
+pytestmark = pytest.mark.ray  # starts Ray processes: tox -e ray runs these
+
 
 def _iterate(pipeline, iterations: int, at: int = -1, fault=lambda: None, until=None, seconds=90.0) -> list:
     """``iterations`` iterations (``fault()`` after iteration ``at``), then more until ``until(received)``

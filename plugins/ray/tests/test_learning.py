@@ -10,6 +10,8 @@ import ray
 
 from rlengine.run.engine import Engine
 
+pytestmark = pytest.mark.ray  # starts Ray processes: tox -e ray runs these
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
 
 

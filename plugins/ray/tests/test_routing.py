@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+pytestmark = pytest.mark.ray  # starts Ray processes: tox -e ray runs these
+
 
 def _run(components, iterations: int) -> tuple[list, dict]:
     """Iterate, keeping each iteration and the probe value published with each version."""

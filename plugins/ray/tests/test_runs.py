@@ -10,6 +10,7 @@ from rlengine import ConfigError, hookimpl
 from rlengine.run.engine import Engine
 
 
+
 def _engine(tmp_path, **settings) -> Engine:
     return Engine(ray_config(str(tmp_path / "run"), **settings), extra_plugins=testing_plugins())
 
@@ -32,6 +33,7 @@ def test_an_address_nobody_answers_is_one_line(tmp_path):
     assert message.startswith("ray.address = '127.0.0.1:9': nothing answers there") and "\n" not in message
 
 
+@pytest.mark.ray  # starts Ray processes (the tests above refuse before Ray starts)
 def test_normalize_statistics_merge_every_runners_observations(local_ray, components_of):
     components = components_of(transformers=["normalize"])
     pipeline, normalize = components.pipeline, components.chain.transformers[0]
@@ -63,9 +65,33 @@ class StopAt:
             raise KeyboardInterrupt
 
 
+@pytest.mark.ray
 def test_resume_continues_with_new_runners(local_ray, tmp_path):
     config = ray_config(str(tmp_path / "run"), algorithm="probe-q", num_env_steps=96, checkpoint_interval=1)
     with pytest.raises(KeyboardInterrupt):
         Engine(config, extra_plugins=[*testing_plugins(), ("stop", StopAt(4))]).train()
     result = Engine(config, extra_plugins=testing_plugins()).train()
     assert result.env_steps == 96 and result.iterations == 12  # 8 steps an iteration, 4 of them before the crash
+
+
+ENV_MODULE = """
+import gymnasium
+from gymnasium.envs.classic_control import CartPoleEnv
+
+class MarkedCartPole(CartPoleEnv):
+    pass
+
+gymnasium.register("MarkedCartPole-v0", entry_point=f"{__name__}:MarkedCartPole", max_episode_steps=50)
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.first_party
+def test_env_registered_by_a_module_id_loads_inside_the_runners(local_ray, tmp_path, monkeypatch):
+    """``module:Env-v0``: the runners import the module themselves, from the driver's import path."""
+    (tmp_path / "marked_envs.py").write_text(ENV_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = ray_config(str(tmp_path / "run"), algorithm="ppo", env="marked_envs:MarkedCartPole-v0",
+                        num_envs=4, unroll_length=8, num_env_steps=64, writers=[])
+    result = Engine(config).train()
+    assert result.env_steps == 64

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.ray  # starts Ray processes: tox -e ray runs these
+
 SCRIPT = textwrap.dedent("""
     import sys
     from rlengine import Engine, hookimpl

@@ -67,10 +67,10 @@ class RunnerFleet:
         self.version = -1
         self.random_actions = False
         self.requests = 0
-        # each runner's unrolls are handed on in the order it collected them (the replay's rows and row 0 of
-        # each unroll rely on it), though ray.wait may see a later one ready first
         self.descriptions: list = [None] * num_runners  # what each runner's current life answered describe
         self.incarnations: list = [None] * num_runners  # of each runner's current life
+        # each runner's unrolls are handed on in the order it collected them (the replay's rows and row 0 of
+        # each unroll rely on it), though ray.wait may see a later one ready first
         self.expected = [0] * num_runners  # the sequence number each runner's next unroll must have
         self.early: list = [dict() for _ in range(num_runners)]  # sequence -> unroll that came before its turn
         self.deliverable: collections.deque = collections.deque()

@@ -28,49 +28,33 @@ import_tensorflow()  # before TF is imported below, so its C++ start-up lines st
 import tensorflow as tf  # noqa: E402
 
 from rlengine import hookimpl  # noqa: E402
-from rlengine.api.data import PolicyStep  # noqa: E402
 from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm, testing_plugin, tiny_config  # noqa: E402
 
 
 class _Probe:
-    """Adds the ``probe`` variable and its rollout info to a testing-kit algorithm."""
+    """Adds the ``probe`` variable to a testing-kit algorithm (first in the bases, so ``super()`` is the kit's)."""
 
-    def _make_probe(self) -> None:
+    def __init__(self, time_step_spec, action_spec, config):
+        super().__init__(time_step_spec, action_spec, config)
         self.probe = tf.Variable(0.0, trainable=False, name="probe")
 
-    def _probed(self, step: PolicyStep, time_step) -> PolicyStep:
-        batch = tf.shape(time_step.step_type)[0]
+    def rollout(self, time_step, state):
+        step = super().rollout(time_step, state)
         info = dict(step.info) if isinstance(step.info, dict) else {}
-        return step._replace(info={**info, "probe": tf.fill([batch], tf.identity(self.probe))})
+        probe = tf.fill([tf.shape(time_step.step_type)[0]], tf.identity(self.probe))
+        return step._replace(info={**info, "probe": probe})
 
-    def _count_update(self) -> None:
+    def train_complete(self, tape, info, weight=None):
         self.probe.assign_add(1.0)
+        return super().train_complete(tape, info, weight)
 
 
 class ProbeAlgorithm(_Probe, ToyAlgorithm):
-    def __init__(self, time_step_spec, action_spec, config):
-        super().__init__(time_step_spec, action_spec, config)
-        self._make_probe()
-
-    def rollout(self, time_step, state):
-        return self._probed(super().rollout(time_step, state), time_step)
-
-    def train_complete(self, tape, info, weight=None):
-        self._count_update()
-        return super().train_complete(tape, info, weight)
+    """``toy`` (on-policy) with the probe."""
 
 
 class ProbeQAlgorithm(_Probe, ToyQAlgorithm):
-    def __init__(self, time_step_spec, action_spec, config):
-        super().__init__(time_step_spec, action_spec, config)
-        self._make_probe()
-
-    def rollout(self, time_step, state):
-        return self._probed(super().rollout(time_step, state), time_step)
-
-    def train_complete(self, tape, info, weight=None):
-        self._count_update()
-        return super().train_complete(tape, info, weight)
+    """``toy-q`` (off-policy, from replay) with the probe."""
 
 
 @attrs.define

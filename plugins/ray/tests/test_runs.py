@@ -10,7 +10,6 @@ from rlengine import ConfigError, hookimpl
 from rlengine.run.engine import Engine
 
 
-
 def _engine(tmp_path, **settings) -> Engine:
     return Engine(ray_config(str(tmp_path / "run"), **settings), extra_plugins=testing_plugins())
 

@@ -23,17 +23,13 @@ import time
 from typing import Any
 
 import numpy as np
-import ray
 import tensorflow as tf
 
 from rlengine import ConfigError, acting_weights, variable_layout
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.errors import WorkerError
 from rlengine.learn.replay import rows_to_store
-from rlengine_ray.cluster import RayConnection
 from rlengine_ray.config import RayConfig, runner_layout
-from rlengine_ray.fleet import RunnerFleet
-from rlengine_ray.runner import EnvRunner
 
 
 class RayPipeline(Pipeline):
@@ -59,7 +55,7 @@ class RayPipeline(Pipeline):
         self.layout = runner_layout(train, config, not context.algorithm.off_policy)
         self.learner, self.chain = context.learner, context.chain
         self.has_statistics = any(t.variables for t in self.chain.transformers)
-        self.connection = RayConnection(config.address)
+        self.connection: Any = None
         self.answer_timeout = train.env_step_timeout * train.unroll_length
         self.fleet: Any = None
         self.version = 0
@@ -69,7 +65,11 @@ class RayPipeline(Pipeline):
     # -- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> None:
         """Connect to Ray, build every runner, publish the current weights."""
+        from rlengine_ray.cluster import RayConnection  # Ray is imported when a run uses it, not when
+        from rlengine_ray.fleet import RunnerFleet  # a config that names it is checked (0.4 s a process)
+
         self.stop()  # a resumed or restarted pipeline starts with new runners
+        self.connection = RayConnection(self.config.address)
         self.connection.connect()
         cfg = self.config
         self.fleet = RunnerFleet(self._start_actor, cfg.num_runners, cfg.max_in_flight_per_runner,
@@ -87,9 +87,14 @@ class RayPipeline(Pipeline):
         if self.fleet is not None:
             self.fleet.stop()
             self.fleet = None
-        self.connection.disconnect()
+        if self.connection is not None:
+            self.connection.disconnect()
 
     def _start_actor(self, r: int) -> Any:
+        import ray
+
+        from rlengine_ray.runner import EnvRunner
+
         cfg, (num_envs, first) = self.config, self.layout[r]
         recipe = self.context.collector_recipe(num_envs, first)
         actor = ray.remote(EnvRunner).options(num_cpus=cfg.num_cpus_per_runner, max_restarts=cfg.max_runner_restarts,

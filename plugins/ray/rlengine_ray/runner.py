@@ -26,6 +26,8 @@ import time
 import uuid
 from typing import Any, NamedTuple
 
+import attrs
+
 
 class Unroll(NamedTuple):
     """One runner's answer to one sample request."""
@@ -50,7 +52,7 @@ class EnvRunner:
             if path not in sys.path:
                 sys.path.insert(0, path)
         if _restarted():
-            recipe = type(recipe)(**{**_fields(recipe), "seed_offset": _reseed()})
+            recipe = attrs.evolve(recipe, seed_offset=_reseed())
         from rlengine import RemoteCollector
 
         self.index = index
@@ -83,12 +85,6 @@ class EnvRunner:
                         statistics, self.collector.env_restarts, time.perf_counter() - start)
         self.sequence += 1
         return unroll
-
-
-def _fields(recipe: Any) -> dict:
-    import attrs
-
-    return attrs.asdict(recipe, recurse=False)
 
 
 def _restarted() -> bool:

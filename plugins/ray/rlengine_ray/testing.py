@@ -110,6 +110,9 @@ def testing_plugins() -> list:
     return [("testing", testing_plugin()), ("ray-testing", sys.modules[__name__])]
 
 
+testing_plugins.__test__ = False  # type: ignore[attr-defined]  # not a pytest test, despite its name
+
+
 def ray_config(root_dir: str, *, ray_section=None, sections=None, **train) -> dict:
     """The testing kit's tiny config on the ray pipeline: 2 runners of 2 copies, half a CPU each."""
     values = dict(pipeline="ray", algorithm="probe", env="chaos", num_envs=4, unroll_length=4,

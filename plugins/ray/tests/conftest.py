@@ -18,10 +18,10 @@ from rlengine.run.engine import Engine
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A local Ray of 4 logical CPUs (2 cores here): runners ask for half a CPU each."""
+    """A real local Ray of 2 CPUs, as this machine has: runners ask for half a CPU each."""
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=4, include_dashboard=False, configure_logging=False, runtime_env={"env_vars": WORKER_ENV})
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, runtime_env={"env_vars": WORKER_ENV})
     yield
     ray.shutdown()
 

@@ -52,8 +52,7 @@ _WHERE = {
     "Policy": "rlengine.run.policy",
     "RemoteCollector": "rlengine.run.remote",
     "CollectorRecipe": "rlengine.api.pipeline",
-    "acting_weights": "rlengine.run.remote",
-    "variable_layout": "rlengine.run.remote",
+    "ActingWeights": "rlengine.run.remote",
     "PolicyState": "rlengine.run.policy",
 }
 _MODULES = {"random": "rlengine.api.seeding"}  # the run's checkpointed random generator

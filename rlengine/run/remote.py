@@ -9,7 +9,7 @@ remote process builds a :class:`RemoteCollector` from it (a
 
     recipe = context.collector_recipe(num_envs, first_env_id)     # in the driver; it pickles
     collector = RemoteCollector(recipe, threads=1)                # in the remote process
-    collector.load(weights)                                       # context-side: acting_weights(...)
+    collector.load(values)                                        # ActingWeights(...).read() in the driver
     experience, dropped, statistics = collector.collect(random_actions=False)
 
 The collector prepares its specs by the same dummy step as the driver and
@@ -36,16 +36,37 @@ def acting_variables(algorithm: Any) -> list:
     return [v for v in algorithm.variables if v.ref() not in skipped]
 
 
-def acting_weights(algorithm: Any, chain: Any) -> dict:
-    """The values a remote collector loads: the acting variables and the transformers' statistics."""
-    has_statistics = any(t.variables for t in chain.transformers)
-    return {"algorithm": [v.numpy() for v in acting_variables(algorithm)],
-            "statistics": chain.statistics() if has_statistics else []}
+class ActingWeights:
+    """What a policy copy elsewhere acts with: the acting variables and the transformers' statistics.
 
+    Built once on each side from the same algorithm and chain, so the lists line up::
 
-def variable_layout(algorithm: Any) -> list[tuple[tuple, str]]:
-    """``(shape, dtype)`` of each acting variable: the learner's and a remote collector's must agree."""
-    return [(tuple(v.shape), v.dtype.name) for v in acting_variables(algorithm)]
+        values = ActingWeights(algorithm, chain).read()      # the learner: numpy, once per policy version
+        ActingWeights(algorithm, chain).assign(values)       # a remote collector, before it acts
+    """
+
+    def __init__(self, algorithm: Any, chain: Any):
+        self.variables = acting_variables(algorithm)
+        self.chain = chain
+        self.has_statistics = any(t.variables for t in chain.transformers)
+
+    def statistics(self) -> list:
+        """The transformers' statistics (numpy), or [] when none has any."""
+        return self.chain.statistics() if self.has_statistics else []
+
+    def read(self) -> dict:
+        return {"algorithm": [v.numpy() for v in self.variables], "statistics": self.statistics()}
+
+    def assign(self, values: dict) -> None:
+        """Act with ``values`` (what :meth:`read` returned on the other side) from now on."""
+        for variable, value in zip(self.variables, values["algorithm"]):
+            variable.assign(value)
+        if values["statistics"]:
+            self.chain.assign_statistics(values["statistics"])
+
+    def layout(self) -> list[tuple[tuple, str]]:
+        """``(shape, dtype)`` of each acting variable: the learner's and a remote collector's must agree."""
+        return [(tuple(v.shape), v.dtype.name) for v in self.variables]
 
 
 class RemoteCollector:
@@ -72,20 +93,16 @@ class RemoteCollector:
         self.specs = prepare_specs(raw_spec, action_spec, self.chain, self.algorithm, converters, names)
         self.collector = Collector(self.env, self.chain, self.algorithm, self.specs, converters, train.unroll_length)
         self.faults = FaultWatch(self.env)  # the step timeout and env restarts, as in the sync pipeline
-        self.variables = acting_variables(self.algorithm)
-        self.has_statistics = any(t.variables for t in self.chain.transformers)
+        self.weights = ActingWeights(self.algorithm, self.chain)
         self.carry: Any = None
 
     @property
     def env_restarts(self) -> int:
         return self.faults.restarts
 
-    def load(self, weights: dict) -> None:
-        """Act with ``weights`` (what :func:`acting_weights` returned in the driver) from now on."""
-        for variable, value in zip(self.variables, weights["algorithm"]):
-            variable.assign(value)
-        if weights["statistics"]:
-            self.chain.assign_statistics(weights["statistics"])
+    def load(self, values: dict) -> None:
+        """Act with ``values`` (``ActingWeights(...).read()`` in the driver) from now on."""
+        self.weights.assign(values)
 
     def collect(self, random_actions: bool = False) -> tuple[list, bool, tuple]:
         """One unroll: ``(flat numpy rows [T + 1, B], dropped, (statistics before, after))``.
@@ -98,11 +115,11 @@ class RemoteCollector:
         self.collector.random_actions.assign(random_actions)
         if self.carry is None:
             self.carry = self.faults.call(self.collector.start)
-        before = self.chain.statistics() if self.has_statistics else []
+        before = self.weights.statistics()
         (experience, self.carry), dropped = self.faults.run(self.collector.run, self.carry)
         if dropped:
             self.carry = self.faults.call(self.collector.start)
-        after = self.chain.statistics() if self.has_statistics else []
+        after = self.weights.statistics()
         return [x.numpy() for x in tf.nest.flatten(experience)], dropped, (before, after)
 
     def close(self) -> None:

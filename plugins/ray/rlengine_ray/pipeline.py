@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from rlengine import ConfigError, acting_weights, variable_layout
+from rlengine import ActingWeights, ConfigError
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.errors import WorkerError
 from rlengine.learn.replay import rows_to_store
@@ -54,7 +54,7 @@ class RayPipeline(Pipeline):
         train = context.config.train
         self.layout = runner_layout(train, config, not context.algorithm.off_policy)
         self.learner, self.chain = context.learner, context.chain
-        self.has_statistics = any(t.variables for t in self.chain.transformers)
+        self.weights = ActingWeights(context.algorithm, context.chain)  # the variables found once, not per version
         self.connection: Any = None
         self.answer_timeout = train.env_step_timeout * train.unroll_length
         self.fleet: Any = None
@@ -103,7 +103,7 @@ class RayPipeline(Pipeline):
 
     def _check_runner(self, description: dict) -> None:
         """A runner whose policy or specs differ from the learner's would train on garbage: refuse it."""
-        ours = variable_layout(self.context.algorithm)
+        ours = self.weights.layout()
         theirs = [(tuple(shape), dtype) for shape, dtype in description["variables"]]
         where = f"ray runner {description['runner']} (pid {description['pid']} on {description['host']})"
         if ours != theirs:
@@ -117,13 +117,13 @@ class RayPipeline(Pipeline):
         """Its episodes were cut by the failure (off-policy pipelines cut the stored rows too)."""
 
     def _publish(self) -> None:
-        self.fleet.publish(acting_weights(self.context.algorithm, self.chain), self.version)
+        self.fleet.publish(self.weights.read(), self.version)
 
     # -- unrolls ------------------------------------------------------------------------------------------
     def _receive(self) -> Any:
         """The next unroll of any runner, its transformer statistics merged into the learner's."""
         unroll = self.fleet.next_unroll()
-        if self.has_statistics:
+        if self.weights.has_statistics:
             self.chain.merge_updates(*unroll.statistics)
         self.env_restarts[unroll.runner] = unroll.env_restarts
         return unroll
@@ -166,12 +166,14 @@ class OnPolicyRayPipeline(RayPipeline):
         self.dropped_unrolls += sum(u.dropped for u in unrolls)
         self.stale_unrolls += sum(not u.dropped for u in unrolls) - len(fresh)
         lags = [self.version - u.version for u in fresh]
-        losses = {}
+        losses, trained = {}, None
         if fresh:
-            losses = self.learner.train(self._experience(fresh))
+            trained = self._experience(fresh)
+            losses = self.learner.train(trained)
             self.version += 1
             self._publish()
-        experience = self._experience(unrolls)  # every row collected, for the episode statistics
+        # every row collected, for the episode statistics (usually the very rows trained on)
+        experience = trained if len(fresh) == len(unrolls) else self._experience(unrolls)
         return Iteration(experience, losses, t1 - t0, time.perf_counter() - t1, self._steps(unrolls),
                          self._metrics(lags), dropped=not fresh)
 

@@ -65,11 +65,9 @@ class EnvRunner:
         """Who and where this runner is, and the variable layout the learner's weights must match."""
         import ray
 
-        from rlengine import variable_layout
-
         return {"runner": self.index, "pid": os.getpid(), "host": socket.gethostname(),
                 "node_id": ray.get_runtime_context().get_node_id(), "incarnation": self.incarnation,
-                "variables": variable_layout(self.collector.algorithm),
+                "variables": self.collector.weights.layout(),
                 "experience": repr(self.collector.specs.experience)}
 
     def sample(self, request: int, weights_ref: list, version: int, random_actions: bool) -> Unroll:

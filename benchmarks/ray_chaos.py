@@ -33,7 +33,7 @@ import threading
 import time
 
 import ray
-from rlengine_ray.cluster import WORKER_ENV
+from rlengine_ray.cluster import start_local_ray
 
 from rlengine.errors import one_line
 from rlengine.plugin.manager import build_plugins
@@ -153,9 +153,7 @@ def main() -> None:
     import rlengine_ray.testing  # here, after rlengine started TensorFlow quietly: the kit imports it bare
 
     plugins = build_plugins(extra_plugins=[("testing", testing_plugin()), ("ray-testing", rlengine_ray.testing)])
-    # address "local": a Ray of our own, even where another one runs (ray.init would join it)
-    ray.init(address="local", num_cpus=RUNNERS, include_dashboard=False, configure_logging=False,
-             runtime_env={"env_vars": WORKER_ENV})
+    start_local_ray(RUNNERS)
     results = []
     try:
         for i in range(args.runs):

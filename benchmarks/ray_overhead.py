@@ -36,7 +36,7 @@ import tempfile
 import time
 
 import ray
-from rlengine_ray.cluster import WORKER_ENV
+from rlengine_ray.cluster import start_local_ray
 
 from rlengine.plugin.manager import build_plugins
 from rlengine.run.build import build_components
@@ -144,9 +144,7 @@ def main() -> None:
     parser.add_argument("--skip-training", action="store_true", help="only the per-unroll and per-weights figures")
     args = parser.parse_args()
     plugins = build_plugins()
-    # address "local": a Ray of our own, even where another one runs (ray.init would join it)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, configure_logging=False,
-             runtime_env={"env_vars": WORKER_ENV})
+    start_local_ray(2)
     try:
         for name, (toml, overrides) in CASES.items():
             print_costs(name, transfer_costs(plugins, toml, overrides, args.samples))

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 import ray
-from rlengine_ray.cluster import WORKER_ENV
+from rlengine_ray.cluster import start_local_ray
 
 from rlengine.config import build_config
 from rlengine.plugin.manager import build_plugins
@@ -89,9 +89,7 @@ def main() -> None:
     args = parser.parse_args()
     plugins = build_plugins()
     # logical CPUs: the runners mostly sleep in their env's steps, so more of them than cores is the point;
-    # address "local": a Ray of our own, even where another one runs (ray.init would join it)
-    ray.init(address="local", num_cpus=max(args.runners), include_dashboard=False, configure_logging=False,
-             runtime_env={"env_vars": WORKER_ENV})
+    start_local_ray(max(args.runners))
     rows = []
     try:
         for n in args.runners:

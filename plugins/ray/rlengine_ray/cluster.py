@@ -21,6 +21,23 @@ from rlengine import ConfigError
 #: Set in every Ray worker this run starts, so runners print what rlengine prints, not TF's start-up.
 WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONWARNINGS": "ignore::DeprecationWarning"}
 
+#: Ray starts its workers at niceness 15, below the driver. A run's runners are its collection, not
+#: background work: on a busy machine niced runners starve (measured: with two other busy processes on 2
+#: cores, two runners did not build within 120 s; at niceness 0 they build as the learner's process would).
+LOCAL_SYSTEM_CONFIG = {"worker_niceness": 0}
+
+
+def worker_options() -> dict:
+    """``ray.init`` options every connection of ours uses: quiet workers, logs on the driver."""
+    env = {k: os.environ.get(k, v) for k, v in WORKER_ENV.items()}
+    return dict(include_dashboard=False, configure_logging=False, log_to_driver=True, runtime_env={"env_vars": env})
+
+
+def start_local_ray(num_cpus: float) -> None:
+    """A Ray of our own with ``num_cpus`` logical CPUs, even where another one runs (``address="local"``
+    never joins it), its workers at the driver's priority."""
+    ray.init(address="local", num_cpus=num_cpus, _system_config=LOCAL_SYSTEM_CONFIG, **worker_options())
+
 
 class RayConnection:
     """``connect()`` once a run starts collecting, ``disconnect()`` when it stops."""
@@ -32,16 +49,13 @@ class RayConnection:
     def connect(self) -> None:
         if ray.is_initialized():
             return
-        options = dict(include_dashboard=False, configure_logging=False, log_to_driver=True,
-                       runtime_env={"env_vars": {k: os.environ.get(k, v) for k, v in WORKER_ENV.items()}})
         _check_reachable(self.address)
         try:
             with _signal_handlers_kept():
                 if self.address:
-                    ray.init(address=self.address, **options)
+                    ray.init(address=self.address, **worker_options())  # a cluster's settings are its own
                 else:
-                    # "local": start one even where another Ray runs (`ray start`, RAY_ADDRESS), never join it
-                    ray.init(address="local", num_cpus=os.cpu_count(), **options)
+                    start_local_ray(os.cpu_count() or 1)
         except ConnectionError as exc:
             raise ConfigError(f"ray.address = {self.address!r}: no Ray cluster answered ({_first_line(exc)}); "
                               "start one with `ray start --head`, or leave ray.address empty for a local Ray") from None

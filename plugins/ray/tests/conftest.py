@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 import ray
-from rlengine_ray.cluster import WORKER_ENV
+from rlengine_ray.cluster import start_local_ray
 from rlengine_ray.testing import ray_config, testing_plugins
 
 from rlengine.run.build import build_components
@@ -21,7 +21,7 @@ def local_ray():
     """A real local Ray of 2 CPUs, as this machine has: runners ask for half a CPU each."""
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, runtime_env={"env_vars": WORKER_ENV})
+    start_local_ray(2)
     yield
     ray.shutdown()
 

@@ -7,6 +7,7 @@ import time
 import pytest
 import ray
 from ray.cluster_utils import Cluster
+from rlengine_ray.cluster import LOCAL_SYSTEM_CONFIG
 from rlengine_ray.testing import ray_config, testing_plugins
 
 from rlengine.run.build import build_components
@@ -20,7 +21,7 @@ def cluster():
     """Two nodes of one CPU each on this machine (the driver joins by address, as `ray start` clusters)."""
     if ray.is_initialized():
         ray.shutdown()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "_system_config": LOCAL_SYSTEM_CONFIG})
     cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     yield cluster

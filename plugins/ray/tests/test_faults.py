@@ -14,7 +14,7 @@ from rlengine.errors import WorkerError
 pytestmark = pytest.mark.ray  # starts Ray processes: tox -e ray runs these
 
 
-def _iterate(pipeline, iterations: int, at: int = -1, fault=lambda: None, until=None, seconds=90.0) -> list:
+def _iterate(pipeline, iterations: int, at: int = -1, fault=lambda: None, until=None, seconds=180.0) -> list:
     """``iterations`` iterations (``fault()`` after iteration ``at``), then more until ``until(received)``
     holds (a restarted runner takes seconds to build); every unroll they received."""
     received, original = [], pipeline._receive
@@ -53,6 +53,8 @@ def test_killed_runner_process_is_restarted_with_current_weights(local_ray, comp
                         until=lambda got: _lives(got, 1) == 2 and got[-1].runner == 1)
     assert pipeline.fleet.restarts == [0, 1]
     assert _runner_pid(pipeline, 1) != first_pid
+    # at the driver's priority, not Ray's niceness 15: a busy machine would starve the restarted runner
+    assert os.getpriority(os.PRIO_PROCESS, _runner_pid(pipeline, 1)) == os.getpriority(os.PRIO_PROCESS, 0)
     assert _lives(received, 1) == 2  # it sampled before and after the restart
     _check_sequences(received)
     newest = max(u.version for u in received if u.runner == 1)

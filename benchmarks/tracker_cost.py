@@ -1,4 +1,5 @@
-"""What the ``mlflow`` and ``wandb`` writers cost a training run, at the default summary interval (every iteration).
+"""What the writers cost a training run (``mlflow``, ``wandb``, ``tensorboard``, the defaults together), at the
+default summary interval (every iteration).
 
 SAC on Pendulum-v1 (examples/sac_pendulum.toml: short iterations of 4 env
 steps and 4 updates, so a summary row every ~20 ms) trains the same budget
@@ -12,7 +13,8 @@ repeats):
   updates; evaluation is off) and its difference to the run without a
   tracker, in % of that run's training time;
 * the training thread's time in writers and hooks (``time/summaries`` of the
-  last row), and its difference in ms per row: what ``write`` costs the loop;
+  last row), in % of the training time, and its difference in ms per row:
+  what ``write`` costs the loop;
 * the CPU time of the run's process and of the processes it waited for (W&B's
   service), which counts the sender thread too, and its difference;
 * the tracker's own CPU time: its ``write`` calls on the training thread,
@@ -50,6 +52,8 @@ VARIANTS = {
     "wandb": (["jsonl", "wandb"], []),
     "mlflow-every-row": (["jsonl", "mlflow"], ["mlflow.interval_secs=0"]),
     "wandb-every-row": (["jsonl", "wandb"], ["wandb.interval_secs=0"]),
+    "tensorboard": (["jsonl", "tensorboard"], []),
+    "defaults": (["console", "tensorboard", "jsonl"], []),  # what `rlengine train` writes unless told
 }
 
 
@@ -145,7 +149,7 @@ def report(results: list, variants: list, startup: dict) -> None:
     base = {k: statistics.median(r[k] for r in by["none"]) for k in ("train_time", "summaries", "cpu")}
     rows = max(r["iterations"] for r in results)
     print(f"\nSAC Pendulum-v1, {rows} iterations (one summary row each), median of {len(by['none'])} run(s):")
-    print(f"{'variant':<17} {'train s':>8} {'vs none':>8} {'in writers s':>13} {'ms/row':>7} {'CPU s':>7} "
+    print(f"{'variant':<17} {'train s':>8} {'vs none':>8} {'in writers s':>13} {'%':>5} {'ms/row':>7} {'CPU s':>7} "
           f"{'vs none':>8} {'tracker CPU s':>14} {'% of train':>10}")
     for variant in variants:
         train = statistics.median(r["train_time"] for r in by[variant])
@@ -155,7 +159,7 @@ def report(results: list, variants: list, startup: dict) -> None:
         own = statistics.median(r["summaries"] - base["summaries"] + r["sender_cpu"] + r["service_cpu"]
                                 for r in by[variant])
         print(f"{variant:<17} {train:8.1f} {100 * (train - base['train_time']) / base['train_time']:+7.1f}% "
-              f"{summaries:13.2f} {1000 * (summaries - base['summaries']) / rows:+7.3f} {cpu:7.1f} "
+              f"{summaries:13.2f} {100 * summaries / train:4.1f}% {1000 * (summaries - base['summaries']) / rows:+7.3f} {cpu:7.1f} "
               f"{100 * (cpu - base['cpu']) / base['cpu']:+7.1f}% {own:14.2f} {100 * own / train:9.1f}%")
     print("every run's training time, s: " + "; ".join(f"{v} {_times(by[v])}" for v in variants))
     for tracker, seconds in startup.items():

@@ -5,14 +5,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from rlengine_writers.tensorboard_writer import TensorBoardConfig, TensorBoardWriter
+from tensorboard import data_compat
 
 
 def _scalars(logdir):
-    """(tag, step, value) of every summary in the event files under logdir."""
+    """(tag, step, value) of every summary in the event files under logdir, as TensorBoard reads them."""
     found = []
     for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
+                value = data_compat.migrate_value(value)
+                assert value.metadata.plugin_data.plugin_name == "scalars"
                 found.append((value.tag, event.step, float(tf.make_ndarray(value.tensor))))
     return found
 

@@ -8,7 +8,7 @@ rather than a TensorFlow error that names neither.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -21,8 +21,9 @@ from rlengine.collect.env_checks import TimeStepCheck
 class EnvCaller:
     """Calls a Python environment from inside a graph."""
 
-    def __init__(self, env: Environment, raw_spec: TimeStep):
+    def __init__(self, env: Environment, raw_spec: TimeStep, before_call: Optional[Callable[[], None]] = None):
         self.env = env
+        self.before_call = before_call  # runs before each reset and step (the evaluator's stop check)
         self.spec = raw_spec
         self.flat_spec = tf.nest.flatten(raw_spec)
         self.batch = env.batch_size
@@ -39,6 +40,8 @@ class EnvCaller:
 
     def _call(self, what: str, method: Any, *args: Any) -> list:
         try:
+            if self.before_call is not None:
+                self.before_call()
             time_step = method(*args)
             if self._check is not None:
                 self._check.check_spec(time_step, what)

@@ -61,7 +61,7 @@ class Components:
         """Stop the pipeline, then close writers and environments; every one is tried even if one fails."""
         errors = []
         self.pipeline.stop()  # threads first: they may be stepping the envs
-        for closable in [*self.writers, *self.pipeline.envs, self.eval_env]:
+        for closable in [*self.writers, *self.pipeline.envs, self.evaluator, self.eval_env]:  # its watcher first
             try:
                 closable.close()
             except Exception as exc:  # keep closing the rest

@@ -13,6 +13,7 @@ import tensorflow_probability as tfp
 
 import rlengine
 from rlengine import Algorithm, LossInfo, ObservationTransformer, PolicyStep, StepType, hookimpl
+from rlengine.collect.policy_step import greedy
 from rlengine.run.policy_steps import disagreement
 from rlengine.run.saved_specs import SPECS_FILE, DamagedSpecs, decode_specs, encode_specs, read_specs, write_specs
 from rlengine.testing import CountingEnv, ToyAlgorithm, testing_plugin, tiny_config
@@ -247,19 +248,20 @@ def test_one_observation_gives_one_action_and_a_batch_a_batch(toy_run, backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("run", ["dict_run", "shift_run"])
 def test_greedy_actions_are_the_evaluators(run, backend, request):
-    """Step the run's evaluation environment with the evaluator's own greedy step; predict agrees on every
-    step, carrying its state and told where episodes begin."""
+    """Step the run's evaluation environment with the greedy step the evaluator takes; predict agrees on
+    every step, carrying its state and told where episodes begin."""
     run_dir = request.getfixturevalue(run)
     policy = load(run_dir, backend=backend)
     engine = rlengine.Engine(os.path.join(run_dir, "config.toml"),
                              [f"train.root_dir={json.dumps(run_dir)}", "train.num_eval_episodes=3"], **plugins())
     with engine.restored() as components:
-        env, evaluator = components.eval_env, components.evaluator
+        env, chain, algorithm = components.eval_env, components.chain, components.algorithm
+        act = tf.function(lambda raw, t, p: greedy(chain, algorithm, raw, t, p, 3), autograph=False)
         raw, state = env.reset(), None
         t_state, p_state = components.chain.initial_state(3), components.algorithm.initial_state(3)
         seen = set()
         for _ in range(12):  # three episodes of 4 steps, and the start of the next
-            expected, t_state, p_state = evaluator.act(raw, t_state, p_state)
+            expected, t_state, p_state = act(raw, t_state, p_state)
             action, state = policy.predict(raw.observation, state, episode_start=raw.step_type == StepType.FIRST)
             np.testing.assert_array_equal(action, expected.numpy())
             seen |= set(action.tolist())

@@ -21,6 +21,7 @@ from rlengine_tools.export import export_run
 from rlengine_tools.rundir import open_run
 
 from rlengine import Engine, cli
+from rlengine.collect.policy_step import greedy
 
 pytestmark = pytest.mark.first_party
 
@@ -80,7 +81,7 @@ def train(root: str, example: str, overrides: list) -> None:
 
 
 def record_greedy_steps(root: str) -> dict:
-    """Observations, step types and the evaluator's actions of 2 x NUM_STEPS greedy steps.
+    """Observations, step types and the actions of the evaluator's greedy step, 2 x NUM_STEPS of them.
 
     NUM_STEPS in the evaluation environments, then NUM_STEPS on wide random
     observations: a barely trained policy may pick one action in every state
@@ -89,7 +90,9 @@ def record_greedy_steps(root: str) -> dict:
     engine = open_run(root, [f"train.num_eval_episodes={NUM_COPIES}"])
     rng = np.random.default_rng(0)
     with engine.restored() as parts:
-        env, act = parts.eval_env, parts.evaluator.act
+        env = parts.eval_env
+        act = tf.function(lambda raw, t, p: greedy(parts.chain, parts.algorithm, raw, t, p, env.batch_size),
+                          autograph=False)
         raw = env.reset()
         t_state, p_state = parts.chain.initial_state(env.batch_size), parts.algorithm.initial_state(env.batch_size)
         rows = {"observation": [], "step_type": [], "action": []}

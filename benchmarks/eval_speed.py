@@ -1,0 +1,110 @@
+"""How fast the evaluator plays: one graph call per evaluation against one ``tf.function`` call per step.
+
+Trains PPO on CartPole-v1 (examples/ppo_cartpole.toml) until its greedy
+policy holds the pole for 500 steps, then, with that checkpoint restored,
+times ``--repeats`` evaluations of ``--episodes`` episodes (10 copies: one
+episode each, as ``train.num_eval_episodes = 10`` plays them) with
+
+* ``in-graph``: :class:`rlengine.run.evaluator.Evaluator`, what runs use;
+* ``per-step``: the loop the evaluator ran before it moved into the graph
+  (kept here, verbatim in behaviour, as the reference): a ``tf.function``
+  call for the greedy step, then the environment stepped from Python.
+
+The two alternate, the first evaluation of each (tracing) is timed apart,
+and both must give the same scores. Printed: seconds per evaluation
+(median), env steps per second, and the ratio.
+
+    python benchmarks/eval_speed.py [--episodes 10] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+
+import rlengine
+from rlengine.api.data import StepType
+from rlengine.collect.policy_step import greedy
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "ppo_cartpole.toml")
+
+
+class PerStepEvaluator:
+    """The evaluator before this change: one ``tf.function`` call per env step, from a Python loop."""
+
+    def __init__(self, evaluator):
+        self.env, self.chain, self.algorithm, self.quota = (evaluator.env, evaluator.chain, evaluator.algorithm,
+                                                            evaluator.quota)
+        self.act = tf.function(lambda raw, t, p: greedy(self.chain, self.algorithm, raw, t, p, self.env.batch_size),
+                               autograph=False)
+
+    def run(self) -> dict:
+        batch = self.env.batch_size
+        raw = self.env.reset()
+        t_state, p_state = self.chain.initial_state(batch), self.algorithm.initial_state(batch)
+        returns, lengths, done = np.zeros(batch), np.zeros(batch, np.int64), np.zeros(batch, np.int64)
+        finished_returns, finished_lengths = [], []
+        while (done < self.quota).any():
+            action, t_state, p_state = self.act(raw, t_state, p_state)
+            raw = self.env.step(tf.nest.map_structure(lambda a: a.numpy(), action))
+            live = (done < self.quota) & (raw.step_type != StepType.FIRST)
+            returns[live] += raw.reward[live]
+            lengths[live] += 1
+            for i in np.flatnonzero(live & (raw.step_type == StepType.LAST)):
+                finished_returns.append(returns[i])
+                finished_lengths.append(lengths[i])
+                returns[i], lengths[i] = 0.0, 0
+                done[i] += 1
+        return {"eval/average_return": float(np.mean(finished_returns)),
+                "eval/std_return": float(np.std(finished_returns)),
+                "eval/average_length": float(np.mean(finished_lengths)), "eval/episodes": float(len(finished_returns))}
+
+
+def timed(evaluate) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    result = evaluate()
+    return time.perf_counter() - t0, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--train-steps", type=int, default=100_000, help="PPO training budget (stops at 500)")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="eval-speed-") as root:
+        overrides = [f"train.root_dir={root!r}", f"train.num_env_steps={args.train_steps}", "train.writers=[]",
+                     "train.eval_interval=5", "train.target_return=500.0", f"train.num_eval_episodes={args.episodes}"]
+        engine = rlengine.Engine(EXAMPLE, overrides)
+        engine.train()
+        with engine.restored("best") as components:
+            variants = {"in-graph": components.evaluator, "per-step": PerStepEvaluator(components.evaluator)}
+            first = {name: timed(v.run) for name, v in variants.items()}
+            times: dict = {name: [] for name in variants}
+            for _ in range(args.repeats):
+                for name, variant in variants.items():
+                    seconds, result = timed(variant.run)
+                    times[name].append(seconds)
+                    assert result == first[name][1], (name, result, first[name][1])  # the same episodes each time
+    a, b = first["in-graph"][1], first["per-step"][1]
+    assert all(abs(a[k] - b[k]) <= 1e-9 * max(1.0, abs(b[k])) for k in a), (a, b)
+    steps = a["eval/average_length"] * a["eval/episodes"]
+    print(f"\n{int(a['eval/episodes'])} greedy CartPole-v1 episodes, average length {a['eval/average_length']:.0f} "
+          f"({steps:.0f} env steps), return {a['eval/average_return']:.1f}; median of {args.repeats}:")
+    for name in variants:
+        median = statistics.median(times[name])
+        print(f"  {name:<9} {median:7.3f} s per evaluation  {steps / median:9,.0f} env steps/s  "
+              f"(first, with tracing: {first[name][0]:.2f} s)")
+    print(f"  in-graph is {statistics.median(times['per-step']) / statistics.median(times['in-graph']):.1f}x faster")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

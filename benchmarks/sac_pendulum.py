@@ -60,12 +60,8 @@ def updates_per_second(num_updates: int) -> float:
     parts = build_components(build_config(raw, config_classes(plugins)), plugins, tempfile.mkdtemp())
     pipeline = parts.pipeline
     pipeline.start()
-    collector = pipeline.collector
-    collector.random_actions.assign(True)
-    carry = pipeline.carry
-    for _ in range(2000 // collector.unroll_length):  # fill the buffer with random transitions
-        experience, carry = collector.run(carry)
-        pipeline.store(experience)
+    for _ in range(2000 // pipeline.collector.unroll_length):  # fill the buffer with random transitions
+        pipeline.iterate(0)  # 0 env steps so far: warming up, random actions, no update
     chunk = tf.constant(200)
     parts.learner.train_from_replay(chunk)  # trace
     start = time.perf_counter()

@@ -127,34 +127,72 @@ class ReplayAllPipeline(SyncPipeline):
 
 
 class OffPolicyPipeline(SyncPipeline):
+    """Collect, store and train in one graph call per iteration.
+
+    A ``tf.function`` call costs about 300 µs here, as much as a SAC update;
+    an iteration of a few env steps made three (collect, store, train) plus
+    eager ops between them. Now it is one::
+
+        restarts = env restarts so far                 # Python, from the graph
+        experience, carry = unroll(carry)              # random actions while warming up
+        kept = env restarts == restarts                # a restart mid-unroll drops the unroll
+        if kept: store rows 1..T of experience in replay
+        losses = num_updates (0 while warming up or dropped) updates from replay
+    """
+
     def __init__(self, context: PipelineContext, config: Any):
         super().__init__(context, config)
         self.buffer, self.algorithm = context.replay, context.algorithm
-        self.store = tf.function(self._store, autograph=False)
         steps = self.collector.unroll_length * self.collector.batch
         self.num_updates = tf.constant(self.algorithm.num_updates_per_iteration or steps)  # 0: one per env step
+        self.warming_up = {flag: tf.constant(flag) for flag in (False, True)}  # no new tensor per iteration
+        self.iterate_in_graph = tf.function(self._iterate_in_graph, autograph=False)
+        self._env = self.collector.env.env
 
     def start(self) -> None:
         super().start()
         self.buffer.add(self.carry.experience)  # the first row; later unrolls store rows 1..T
 
-    def _store(self, experience: Any) -> None:
-        self.buffer.add(rows_to_store(experience))
+    def _restarts(self) -> Any:
+        """How often the (fault-guarded) environment has been recreated, read when the graph runs."""
+        return tf.numpy_function(lambda: np.int64(getattr(self._env, "restarts", 0)), [], tf.int64, stateful=True)
+
+    def _iterate_in_graph(self, carry: Carry, warming_up: Any, num_updates: Any) -> tuple:
+        """``(experience, carry, losses, perf_counter() when the collection ended)`` of one iteration."""
+        self.collector.random_actions.assign(warming_up)
+        before = self._restarts()
+        # the restart count is read before the unroll steps the env and after it, ordered explicitly: the
+        # graph did not order the reads around the unroll's loop by itself (a dropped unroll was stored)
+        with tf.control_dependencies([before]):
+            carry = tf.nest.map_structure(tf.identity, carry)
+        experience, carry = self.collector._run(carry)
+        with tf.control_dependencies(tf.nest.flatten(experience)):
+            kept = tf.equal(self._restarts(), before)
+            collected = tf.numpy_function(time.perf_counter, [], tf.float64, stateful=True)  # tf.timestamp
+            # would be refused by deterministic runs
+
+        def store() -> Any:
+            self.buffer.add(rows_to_store(experience))
+            return tf.constant(True)
+
+        stored = tf.cond(kept, store, lambda: tf.constant(False))
+        with tf.control_dependencies([stored]):
+            updates = tf.where(kept & tf.logical_not(warming_up), num_updates, 0)
+        return experience, carry, self.learner._train_from_replay(updates), collected
 
     def iterate(self, env_steps: int) -> Iteration:
         warming_up = env_steps < self.algorithm.initial_collect_steps
-        self.collector.random_actions.assign(warming_up)
         t0 = time.perf_counter()
-        (experience, carry), dropped = self._collect(self.collector.run)
-        if dropped:  # cut the stored episodes where the crash began; restart from FIRST rows
+        (experience, carry, losses, collected), dropped = self._collect(
+            lambda c: self.iterate_in_graph(c, self.warming_up[warming_up], self.num_updates))
+        seconds, collect_seconds = time.perf_counter() - t0, float(collected.numpy()) - t0
+        if dropped:  # nothing stored or trained; cut the stored episodes where the crash began, restart from FIRST
             self.buffer.mark_newest_rows_last()
             self.start()
         else:
             self.carry = carry
-            self.store(experience)
-        t1 = time.perf_counter()
-        losses = {} if warming_up or dropped else self.learner.train_from_replay(self.num_updates)
-        return self._iteration(experience, losses, t0, t1, dropped)
+        return Iteration(experience, {} if warming_up or dropped else losses, collect_seconds,
+                         seconds - collect_seconds, metrics=self.faults.metrics(), dropped=dropped)
 
 
 def _load_arrays(data: bytes) -> list:

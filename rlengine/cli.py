@@ -94,6 +94,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run_command(words: list, early: argparse.Namespace) -> int:
     """Build the plugins, parse the whole command line and run the command it names."""
+    from rlengine.commands.terminal import say_on_a_terminal  # no TensorFlow
+
+    say_on_a_terminal("rlengine: loading TensorFlow and the plugins")  # seconds of silence otherwise
     from rlengine.plugin.manager import build_plugins
 
     plugins = build_plugins(disabled=early.disable_plugin)

@@ -61,6 +61,7 @@ def test_the_rendered_package_imports_only_the_public_core_module(rendered):
     assert imported == {"rlengine"}  # rlengine.__all__: the rest of the core is private
 
 
+@pytest.mark.slow  # tox -e template (CI) renders, installs and runs the package's tests the same way
 def test_the_rendered_package_passes_its_own_tests(rendered):
     root, project, site = rendered
 

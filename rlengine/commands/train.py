@@ -8,6 +8,7 @@ from typing import Optional
 
 from rlengine.api.command import Command
 from rlengine.commands import seeds
+from rlengine.commands.terminal import say_on_a_terminal
 
 TRAIN_FLAGS = {  # flag -> train.<key>
     "algorithm": "algorithm", "env": "env", "num_envs": "num_envs",
@@ -48,6 +49,9 @@ class Train(Command):
 
         engine = Engine(args.config, train_overrides(args), plugins=getattr(args, "plugins", None),
                         disabled_plugins=args.disable_plugin, force=args.force)
+        cfg = engine.config.train
+        say_on_a_terminal(f"rlengine: building {cfg.algorithm} on {cfg.env} ({cfg.num_envs} copies) and tracing "
+                          "its first iteration")
         result = engine.train()
         status = "reached" if result.reached_target else "did not reach"
         target = engine.config.train.target_return

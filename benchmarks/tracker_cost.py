@@ -159,7 +159,8 @@ def report(results: list, variants: list, startup: dict) -> None:
         own = statistics.median(r["summaries"] - base["summaries"] + r["sender_cpu"] + r["service_cpu"]
                                 for r in by[variant])
         print(f"{variant:<17} {train:8.1f} {100 * (train - base['train_time']) / base['train_time']:+7.1f}% "
-              f"{summaries:13.2f} {100 * summaries / train:4.1f}% {1000 * (summaries - base['summaries']) / rows:+7.3f} {cpu:7.1f} "
+              f"{summaries:13.2f} {100 * summaries / train:4.1f}% "
+              f"{1000 * (summaries - base['summaries']) / rows:+7.3f} {cpu:7.1f} "
               f"{100 * (cpu - base['cpu']) / base['cpu']:+7.1f}% {own:14.2f} {100 * own / train:9.1f}%")
     print("every run's training time, s: " + "; ".join(f"{v} {_times(by[v])}" for v in variants))
     for tracker, seconds in startup.items():

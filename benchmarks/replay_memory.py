@@ -11,7 +11,14 @@ Speed: median time of one call of a ``tf.function`` that samples a
 256 x 2 batch, adds one row per copy, adds a 32-step unroll, and (prioritized)
 updates 256 priorities.
 
+Atari (``--only atari``, also printed first by default): bytes per transition
+of a 1,000,000-row buffer of uint8 84x84x4 frame stacks, from
+``ReplayBuffer.bytes_needed`` (nothing that size is allocated), with and
+without frame stacks, against the 7,056 bytes of one 84x84 frame; then a
+``--atari-confirm-rows`` buffer is allocated and filled to confirm the figure.
+
     python benchmarks/replay_memory.py [--rows 1000000] [--num-envs 16] [--calls 200]
+    python benchmarks/replay_memory.py --only atari [--atari-confirm-rows 20000]
 """
 
 import argparse
@@ -37,6 +44,21 @@ SPEC = Experience(
     rollout_info=(),
     state=(),
 )
+ATARI_SPEC = Experience(
+    step_type=tf.TensorSpec([], tf.int32),
+    reward=tf.TensorSpec([], tf.float32),
+    discount=tf.TensorSpec([], tf.float32),
+    observation=tf.TensorSpec([84, 84, 4], tf.uint8),  # 4 grayscale frames along the last axis
+    prev_action=tf.TensorSpec([], tf.int32),
+    env_id=tf.TensorSpec([], tf.int32),
+    action=tf.TensorSpec([], tf.int32),
+    rollout_info=(),
+    state=(),
+)
+ATARI_STACKS = [(-1, 4) if name == "observation" else None for name in ATARI_SPEC._fields
+                if tf.nest.flatten(getattr(ATARI_SPEC, name))]  # aligned with the flattened spec
+FRAME_BYTES = 84 * 84
+ATARI_ROWS = 1_000_000
 UNROLL = 32
 CHUNK_STEPS = UNROLL  # time steps per add() while filling, as the engine would add an unroll
 
@@ -123,16 +145,66 @@ def measure(args: argparse.Namespace, prioritized: bool) -> None:
               f"{median_ms(update, args.calls, drawn.indices, priorities):.3f} ms")
 
 
+def atari_rows(num_envs: int, steps: int, start: int) -> Experience:
+    """Frame-stack rows of steps ``start ..``, flattened time-major; episodes of 100 steps."""
+    t = tf.repeat(tf.range(start, start + steps), num_envs)
+    frames = tf.stack([tf.maximum(t - 3 + j, t - t % 100) for j in range(4)], axis=-1)  # padded at episode starts
+    observation = tf.broadcast_to(tf.cast(frames % 256, tf.uint8)[:, None, None, :], [steps * num_envs, 84, 84, 4])
+    zeros = tf.nest.map_structure(lambda s: tf.zeros([steps * num_envs, *s.shape], s.dtype), ATARI_SPEC)
+    return zeros._replace(step_type=tf.where(t % 100 == 0, 0, 1), observation=observation,
+                          env_id=tf.tile(tf.range(num_envs, dtype=tf.int32), [steps]))
+
+
+def measure_atari(args: argparse.Namespace) -> None:
+    print(f"[atari] 1 frame = {FRAME_BYTES:,} bytes; one row also holds {row_bytes(ATARI_SPEC) - 4 * FRAME_BYTES} "
+          "bytes of small leaves")
+    for prioritized in (False, True):
+        kind = "prioritized" if prioritized else "uniform"
+        for stacks, label in ((None, "whole stacks    "), (ATARI_STACKS, "one frame a row ")):
+            total = ReplayBuffer.bytes_needed(ATARI_SPEC, args.num_envs, ATARI_ROWS, prioritized, stacks)
+            print(f"[atari] {kind:11s} {label} {ATARI_ROWS:,} rows: {total / 2**30:6.2f} GiB, "
+                  f"{total / ATARI_ROWS:8.1f} bytes per transition ({total / ATARI_ROWS / FRAME_BYTES:.2f} frames)")
+    if args.atari_confirm_rows > 0:
+        confirm_atari(args)
+
+
+def confirm_atari(args: argparse.Namespace) -> None:
+    """Allocate and fill a smaller frame-stacked buffer: its variables and RSS growth against bytes_needed."""
+    chunk = atari_rows(args.num_envs, CHUNK_STEPS, 0)
+    fill_chunks = -(-args.atari_confirm_rows // args.num_envs // CHUNK_STEPS)
+    for stacks, label in ((ATARI_STACKS, "frame stacks"), (None, "whole stacks")):
+        small = ReplayBuffer(ATARI_SPEC, args.num_envs, args.num_envs * CHUNK_STEPS, frame_stacks=stacks)
+        tf.function(small.add, autograph=False)(chunk)  # kernels and thread pools loaded before measuring
+        before = rss_bytes()
+        buffer = ReplayBuffer(ATARI_SPEC, args.num_envs, args.atari_confirm_rows, frame_stacks=stacks)
+        add = tf.function(buffer.add, autograph=False)
+        for i in range(fill_chunks):
+            add(atari_rows(args.num_envs, CHUNK_STEPS, i * CHUNK_STEPS))
+        grown, rows = rss_bytes() - before, buffer.capacity
+        expected = ReplayBuffer.bytes_needed(ATARI_SPEC, args.num_envs, rows, frame_stacks=stacks)
+        print(f"[atari] {label}: allocated {rows:,} rows: variables {variable_bytes(buffer) / rows:.1f} bytes per "
+              f"row (bytes_needed {expected / rows:.1f}); RSS growth {grown / rows:.1f} bytes per row "
+              "(with tracing and the fill's input rows)")
+        sample = tf.function(lambda buffer=buffer: buffer.sample(32), autograph=False)
+        print(f"[atari] {label}: sample 32 x 2 median {median_ms(sample, args.calls):.3f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--only", choices=["uniform", "prioritized"])
+    parser.add_argument("--only", choices=["uniform", "prioritized", "atari"])
+    parser.add_argument("--atari-confirm-rows", type=int, default=20_000)
     args = parser.parse_args()
+    if args.only == "atari":
+        measure_atari(args)
+        return
     if args.only:
         measure(args, args.only == "prioritized")
         return
+    subprocess.run([sys.executable, __file__, "--num-envs", str(args.num_envs), "--calls", str(args.calls),
+                    "--atari-confirm-rows", str(args.atari_confirm_rows), "--only", "atari"], check=True)
     fields = [name for name in SPEC._fields if tf.nest.flatten(getattr(SPEC, name))]
     print(f"row: {row_bytes(SPEC)} bytes ({', '.join(fields)})")
     for kind in ("uniform", "prioritized"):  # a fresh process each

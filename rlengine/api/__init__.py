@@ -10,9 +10,10 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "Algorithm": "algorithm", "untracked": "algorithm", "Environment": "environment",
+    "Algorithm": "algorithm", "untracked": "algorithm", "Environment": "environment", "FrameStack": "environment",
     "ObservationTransformer": "transformer", "SummaryWriter": "writer", "Pipeline": "pipeline",
-    "PipelineContext": "pipeline", "Iteration": "pipeline", "Command": "command", "NoConfig": "noconfig",
+    "PipelineContext": "pipeline", "Iteration": "pipeline", "Command": "command",
+    "Encoder": "network", "action_mask_of": "network", "without_action_mask": "network", "NoConfig": "noconfig",
     "Run": "run", "RunSpecs": "specs", "BoundedTensorSpec": "specs",
 }
 

@@ -64,6 +64,23 @@ class Algorithm(tf.Module):
         #: trainer assigns it each iteration so schedules can depend on it.
         self.progress = tf.Variable(0.0, trainable=False, name="progress")
 
+    def make_encoder(self, name: str, observation_spec: Nest = None, scope: str = "encoder") -> Any:
+        """The run's encoder registered as ``name`` (see :mod:`rlengine.api.network`), for
+        ``observation_spec`` (default: this algorithm's observation spec without its ``action_mask``).
+
+        Call it from ``__init__``: the core builds algorithms where the run's encoders are in scope.
+        """
+        from rlengine.api.network import current_encoders, without_action_mask
+
+        spec = without_action_mask(self.time_step_spec.observation) if observation_spec is None else observation_spec
+        return current_encoders().make(name, spec, scope)
+
+    def copy_encoder(self, encoder: Any, scope: str) -> Any:
+        """A non-trainable copy of ``encoder`` with the same values (a target network's)."""
+        from rlengine.api.network import current_encoders
+
+        return current_encoders().copy(encoder, scope)
+
     # -- policy state -------------------------------------------------------
     @property
     def state_spec(self) -> Nest:

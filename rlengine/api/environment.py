@@ -11,14 +11,30 @@ The core drives an environment like this::
 Each copy starts a new episode by itself after a ``LAST`` step: the next
 ``step`` ignores its action for that copy and returns a ``FIRST`` step with
 reward 0 and discount 1. ``env_id`` numbers the copies from ``first_env_id``.
+
+An environment that must behave differently when it is evaluated (e.g. Atari:
+clipped rewards and a life lost as an episode's end for training, the raw game
+score for evaluation) declares an ``evaluation`` field in its config class: the
+core builds evaluation copies with ``evaluation = True``.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from rlengine.api.data import Nest, TimeStep
 from rlengine.api.noconfig import NoConfig
+
+
+class FrameStack(NamedTuple):
+    """An observation leaf that holds the last ``frames`` frames along ``axis``, the newest last.
+
+    At an episode's first step every slot holds its first frame. Replay then
+    stores each frame once and stacks them again when it samples.
+    """
+
+    axis: int
+    frames: int
 
 
 class Environment:
@@ -52,6 +68,14 @@ class Environment:
     def step(self, action: Nest) -> TimeStep:
         """Apply one action per copy; returns the next time steps."""
         raise NotImplementedError
+
+    def stacked_frames(self) -> Nest:
+        """Which observation leaves are frame stacks: a nest like the observation spec, of
+        :class:`FrameStack` or ``None`` per leaf; or ``None`` for no stack at all (the default).
+
+        Optional: it only saves replay memory (a stacked frame is stored once, not ``frames`` times).
+        """
+        return None
 
     def render(self) -> Any:
         """An RGB frame (H, W, 3) uint8 of the first copy, where supported.

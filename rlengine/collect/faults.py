@@ -114,6 +114,9 @@ class GuardedEnvironment(Environment):
     def render(self) -> Any:
         return self._env.render()
 
+    def stacked_frames(self) -> Any:  # declared by the base class, so __getattr__ would never forward it
+        return self._env.stacked_frames()
+
     def state(self) -> bytes:
         if self.failure is not None or self.busy_since is not None:  # broken, hung or busy: it cannot say where
             raise NotImplementedError  # it stands, so a checkpoint holds none and its episodes restart on resume

@@ -15,6 +15,7 @@ import tensorflow as tf
 from rlengine.api import Algorithm
 from rlengine.api import seeding as run_random
 from rlengine.api.data import Nest, PolicyStep, StepType, TimeStep
+from rlengine.api.network import action_mask_of
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
 from rlengine.collect.transformers import TransformerChain
@@ -32,8 +33,10 @@ def reset_where_first(step_type: Any, state: Nest, initial: Nest) -> Nest:
     return tf.nest.map_structure(select, state, initial)
 
 
-def uniform_action(spec: Nest, batch: int) -> Nest:
-    """Uniformly random actions within the bounds of ``spec`` (initial collection)."""
+def uniform_action(spec: Nest, batch: int, action_mask: Any = None) -> Nest:
+    """Uniformly random actions within the bounds of ``spec`` (initial collection); with an
+    ``action_mask`` (``[batch, num_actions]``, nonzero = legal) a single discrete action is drawn
+    among the legal ones only (a row with none legal stays uniform)."""
 
     def sample(s):
         if not hasattr(s, "minimum"):
@@ -43,6 +46,12 @@ def uniform_action(spec: Nest, batch: int) -> Nest:
         shape = [batch, *s.shape]
         low = tf.broadcast_to(tf.cast(s.minimum, s.dtype), s.shape)
         high = tf.broadcast_to(tf.cast(s.maximum, s.dtype), s.shape)
+        if s.dtype.is_integer and action_mask is not None and s.shape.rank == 0:
+            legal = tf.cast(action_mask, tf.bool)
+            legal = tf.logical_or(legal, tf.logical_not(tf.reduce_any(legal, axis=-1, keepdims=True)))
+            logits = tf.where(legal, 0.0, -1e9)
+            draw = tf.random.stateless_categorical(logits, 1, run_random.seed(), dtype=tf.int32)[:, 0]
+            return low + tf.cast(draw, s.dtype)
         if s.dtype.is_integer:
             offset = tf.random.stateless_uniform(shape, run_random.seed(), 0, tf.int32.max, tf.int32)
             offset = offset % tf.cast(high - low + 1, tf.int32)
@@ -85,7 +94,8 @@ def act(algorithm: Algorithm, converters: Converters, specs: RunSpecs, random_ac
     step: PolicyStep = algorithm.rollout(time_step, state)
     action = step.action
     if algorithm.off_policy and algorithm.initial_collect_steps:  # only they collect at random
-        action = tf.cond(random_actions, lambda: uniform_action(specs.action, batch), lambda: action)
+        mask = action_mask_of(time_step.observation)
+        action = tf.cond(random_actions, lambda: uniform_action(specs.action, batch, mask), lambda: action)
     return action, step.state, converters.to_params(step.info)
 
 

@@ -14,6 +14,10 @@ written and none is overwritten: ``head - per_env <= t <= head - L``. Only
 valid starts are ever sampled, so a sequence never crosses the write head
 and never mixes two copies.
 
+Frame-stacked observation leaves (``frame_stacks``) keep only each row's
+newest frame; reads rebuild the stacks from the rows before (see
+:mod:`rlengine.learn.replay_frames`), so for pixels a row costs about one frame.
+
 Every method works eagerly and inside ``tf.function(autograph=False)``: no
 Python control flow depends on tensor values, and all reads and writes are
 sparse resource ops (no full copy of the storage per call).
@@ -29,13 +33,13 @@ import tensorflow as tf
 from rlengine.api import seeding as run_random
 from rlengine.api.data import Nest, StepType
 from rlengine.api.specs import check_nest
+from rlengine.learn import replay_frames as frames_lib
 from rlengine.learn.replay_checkpoint import FilledRows
 from rlengine.learn.sumtree import SumTree
 
 #: Added to priorities before the exponent, so a zero loss still leaves a
 #: sequence a small chance of being drawn again.
 PRIORITY_EPS = 1e-6
-
 
 
 def rows_to_store(experience: Any, begin: Any = 1) -> Any:
@@ -55,12 +59,19 @@ class Sample(NamedTuple):
 class _Layout:
     """Static facts about the buffer. A plain object, so tf.Module does not wrap or track it."""
 
-    def __init__(self, spec: Nest, num_envs: int, per_env: int, length: int):
+    def __init__(self, spec: Nest, num_envs: int, per_env: int, length: int, frame_stacks: Any = None):
         self.spec = spec
         self.flat_spec = tf.nest.flatten(spec)
+        self.frame_stacks = frames_lib.checked_frame_stacks(self.flat_spec, frame_stacks)
+        self.stored_specs = [frames_lib.stored_spec(s, f) for s, f in zip(self.flat_spec, self.frame_stacks)]
         self.num_envs = num_envs
         self.per_env = per_env
         self.length = length
+        self.step_type_leaf = step_type_leaf(spec)
+        if any(self.frame_stacks) and (self.step_type_leaf is None
+                                       or self.flat_spec[self.step_type_leaf].shape.rank != 0):
+            raise ValueError("replay buffer: frame_stacks need a scalar 'step_type' field in the experience nest "
+                             "(stacks are rebuilt within episodes)")
 
 
 def env_ids_of(nest: Nest) -> Any:
@@ -70,6 +81,16 @@ def env_ids_of(nest: Nest) -> Any:
     if isinstance(nest, Mapping) and "env_id" in nest:
         return nest["env_id"]
     raise ValueError("replay buffer: the experience nest has no 'env_id' field to choose rings by")
+
+
+def step_type_leaf(spec: Nest) -> Any:
+    """Index of the ``step_type`` leaf in the flattened nest (an Experience or a dict), or None."""
+    leaves = tf.nest.pack_sequence_as(spec, list(range(len(tf.nest.flatten(spec)))))
+    if hasattr(leaves, "step_type"):
+        return leaves.step_type
+    if isinstance(leaves, Mapping):
+        return leaves.get("step_type")
+    return None
 
 
 def _too_few_rows_message(length: int, num_envs: int) -> str:
@@ -82,7 +103,10 @@ class ReplayBuffer(tf.Module):
     """Fixed-size replay of experience rows, uniform or prioritized over sequence starts."""
 
     def __init__(self, experience_spec: Nest, num_envs: int, capacity: int, *, sequence_length: int = 2,
-                 prioritized: bool = False, priority_alpha: float = 0.6, name: str = "replay_buffer"):
+                 prioritized: bool = False, priority_alpha: float = 0.6, frame_stacks: Any = None,
+                 name: str = "replay_buffer"):
+        """``frame_stacks``: None, or per leaf of the flattened spec None or ``(axis, frames)`` (axis of the
+        leaf's own shape): that leaf is a stack of ``frames`` frames, the newest last, stored once each."""
         super().__init__(name=name)
         if num_envs < 1 or sequence_length < 1:
             raise ValueError(f"replay buffer: num_envs={num_envs} and sequence_length={sequence_length} must be >= 1")
@@ -92,13 +116,13 @@ class ReplayBuffer(tf.Module):
         env_spec = env_ids_of(experience_spec)
         if not env_spec.dtype.is_integer or env_spec.shape.rank != 0:
             raise ValueError(f"replay buffer: env_id must be a scalar integer per row, got {env_spec}")
-        self._layout = _Layout(experience_spec, num_envs, capacity // num_envs, sequence_length)
+        self._layout = _Layout(experience_spec, num_envs, capacity // num_envs, sequence_length, frame_stacks)
         self.prioritized = bool(prioritized)
         self.priority_alpha = float(priority_alpha)
         with self.name_scope:
             shape = [num_envs, self._layout.per_env]
             self._storage = [tf.Variable(tf.zeros(shape + list(s.shape), s.dtype), trainable=False, name=f"rows_{i}")
-                             for i, s in enumerate(self._layout.flat_spec)]
+                             for i, s in enumerate(self._layout.stored_specs)]
             self._head = tf.Variable(tf.zeros([num_envs], tf.int64), trainable=False, name="head")
             if self.prioritized:
                 self._tree = SumTree(num_envs * self._layout.per_env)
@@ -115,7 +139,8 @@ class ReplayBuffer(tf.Module):
         return children
 
     @staticmethod
-    def bytes_needed(experience_spec: Nest, num_envs: int, capacity: int, prioritized: bool = False) -> int:
+    def bytes_needed(experience_spec: Nest, num_envs: int, capacity: int, prioritized: bool = False,
+                     frame_stacks: Any = None) -> int:
         """Bytes the buffer's variables will take: its rows, heads and (prioritized) sum tree.
 
         Known before anything is allocated, so a capacity the machine cannot
@@ -124,7 +149,10 @@ class ReplayBuffer(tf.Module):
         from rlengine.learn.sumtree import DEFAULT_BLOCK_SIZE, next_pow2
 
         rows = num_envs * (capacity // num_envs)
-        row_bytes = sum(s.shape.num_elements() * s.dtype.size for s in tf.nest.flatten(experience_spec))
+        flat_spec = tf.nest.flatten(experience_spec)
+        stacks = frames_lib.checked_frame_stacks(flat_spec, frame_stacks)
+        row_bytes = sum(s.shape.num_elements() * s.dtype.size
+                        for s in map(frames_lib.stored_spec, flat_spec, stacks))
         total = rows * row_bytes + 8 * num_envs  # the int64 heads
         if prioritized:  # float32 leaves in whole blocks, plus the tree over the block sums
             blocks = max(-(-rows // DEFAULT_BLOCK_SIZE), 1)
@@ -180,9 +208,9 @@ class ReplayBuffer(tf.Module):
         rank, counts = self._checked_ranks(env)
         head = self._head.read_value()
         time = tf.gather(head, env) + rank  # absolute time of each row within its copy
-        index = tf.stack([env, tf.math.floormod(time, self._layout.per_env)], axis=1)
-        for var, value in zip(self._storage, tf.nest.flatten(rows)):
-            var.scatter_nd_update(index, value)
+        index = self._index(env, time)
+        for var, value, stack in zip(self._storage, tf.nest.flatten(rows), self._layout.frame_stacks):
+            var.scatter_nd_update(index, value if stack is None else frames_lib.newest_frame(value, stack))
         new_head = head + counts
         self._head.assign(new_head)
         if self.prioritized:
@@ -253,13 +281,15 @@ class ReplayBuffer(tf.Module):
         row's discount is kept, so the transition into it still bootstraps
         (like a time limit).
         """
-        leaf = tf.nest.pack_sequence_as(self._layout.spec, list(range(len(self._storage)))).step_type
+        leaf = self._layout.step_type_leaf
+        if leaf is None:
+            raise ValueError("replay buffer: mark_newest_rows_last() needs a 'step_type' field in the experience")
         head = self._head.read_value()
         envs = tf.where(head > 0)[:, 0]
         if env_ids is not None:  # e.g. the copies of one async env thread whose environment was recreated
             wanted = tf.cast(tf.reshape(env_ids, [-1]), tf.int64)
             envs = tf.boolean_mask(wanted, tf.gather(head, wanted) > 0)
-        index = tf.stack([envs, tf.math.floormod(tf.gather(head, envs) - 1, self._layout.per_env)], axis=1)
+        index = self._index(envs, tf.gather(head, envs) - 1)
         storage = self._storage[leaf]
         storage.scatter_nd_update(index, tf.fill(tf.shape(envs), tf.constant(StepType.LAST, storage.dtype)))
 
@@ -282,11 +312,11 @@ class ReplayBuffer(tf.Module):
         else:
             env, pos = self._draw_uniform(batch_size)
             weights = tf.ones([batch_size], tf.float32)
-        steps = tf.range(self._layout.length, dtype=tf.int64)
-        positions = tf.math.floormod(pos[:, None] + steps[None, :], self._layout.per_env)  # wraps the ring
-        index = tf.stack([tf.broadcast_to(env[:, None], tf.shape(positions)), positions], axis=-1)
-        flat = [var.gather_nd(index) for var in self._storage]
-        experience = tf.nest.pack_sequence_as(self._layout.spec, flat)
+        head = self._head.read_value()
+        h = tf.gather(head, env)
+        start = h - 1 - tf.math.floormod(h - 1 - pos, self._layout.per_env)  # absolute time held at pos
+        time = start[:, None] + tf.range(self._layout.length, dtype=tf.int64)[None, :]
+        experience = self._read(tf.broadcast_to(env[:, None], tf.shape(time)), time, head)
         return Sample(experience, env * self._layout.per_env + pos, weights)
 
     def _draw_uniform(self, batch_size: int) -> tuple:
@@ -336,5 +366,34 @@ class ReplayBuffer(tf.Module):
             steps = tf.range(filled[0])
         time = tf.maximum(head - self._layout.per_env, 0)[:, None] + steps[None, :]
         envs = tf.broadcast_to(tf.range(self._layout.num_envs, dtype=tf.int64)[:, None], tf.shape(time))
-        index = tf.stack([envs, tf.math.floormod(time, self._layout.per_env)], axis=-1)
-        return tf.nest.pack_sequence_as(self._layout.spec, [var.gather_nd(index) for var in self._storage])
+        return self._read(envs, time, head)
+
+    def _index(self, env: Any, time: Any) -> Any:
+        """``[..., 2]`` storage index of the rows at absolute ``time`` of rings ``env`` (same shape)."""
+        return tf.stack([env, tf.math.floormod(time, self._layout.per_env)], axis=-1)
+
+    def _read(self, env: Any, time: Any, head: Any) -> Nest:
+        """The rows at absolute ``time`` (held ones) of rings ``env`` (same shape), frame stacks rebuilt."""
+        index = self._index(env, time)
+        sources: dict = {}  # frames -> source times, shared by the leaves stacking as many frames
+        flat = []
+        for var, stack in zip(self._storage, self._layout.frame_stacks):
+            if stack is None:
+                flat.append(var.gather_nd(index))
+                continue
+            if stack.frames not in sources:
+                sources[stack.frames] = self._frame_sources(env, time, head, stack.frames)
+            source = sources[stack.frames]
+            frames = var.gather_nd(self._index(tf.broadcast_to(env[..., None], tf.shape(source)), source))
+            flat.append(frames_lib.restack(frames, stack, time.shape.rank))
+        return tf.nest.pack_sequence_as(self._layout.spec, flat)
+
+    def _frame_sources(self, env: Any, time: Any, head: Any, frames: int) -> Any:
+        """Times ``[..., frames]`` of the rows holding the frames of rows ``time`` (see replay_frames)."""
+        oldest = tf.maximum(tf.gather(head, env) - self._layout.per_env, 0)
+        step_types = self._storage[self._layout.step_type_leaf]
+
+        def step_types_at(times: Any) -> Any:
+            return step_types.gather_nd(self._index(tf.broadcast_to(env[..., None], tf.shape(times)), times))
+
+        return frames_lib.frame_sources(time, oldest, step_types_at, frames)

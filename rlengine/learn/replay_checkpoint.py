@@ -6,7 +6,8 @@ them as they are writes every row a run *might* hold: ``replay_capacity =
 ``0 .. min(head[e], per_env) - 1`` in order, so the first ``k`` positions of
 every ring, ``k`` the fullest ring's count, hold every row ever written; a
 checkpoint keeps ``[num_envs, k, ...]`` of each variable (and the same
-slice of the sum tree's leaves) and nothing else. The heads and the max
+slice of the sum tree's leaves) and nothing else; a frame-stacked leaf's
+variable holds one frame per row, and so does its slice. The heads and the max
 priority stay ordinary checkpointed variables.
 
 Restoring writes the slices back into the preallocated variables and
@@ -86,7 +87,7 @@ class FilledRows(Trackable):
         b = self._buffer
         _check_ring_size(restored_tensors[RING_SIZE], b.rows_per_env)
         rows = [restored_tensors[_rows_key(i)] for i in range(len(b._storage))]
-        for value, spec in zip(rows, b._layout.flat_spec):
+        for value, spec in zip(rows, b._layout.stored_specs):  # one frame per row of a frame-stacked leaf
             _check_ring_slice(value, spec, b.num_envs, b.rows_per_env)
         filled = tf.shape(rows[0], out_type=tf.int64)[1]
         full = self._is_full(filled)
@@ -115,4 +116,5 @@ def _check_ring_slice(value: Any, spec: Any, num_envs: int, per_env: int) -> Non
             and (shape[1] is None or shape[1] <= per_env) and spec.shape.is_compatible_with(shape[2:]))
     if not fits:
         raise ValueError(f"replay buffer: the checkpoint holds rows of shape {shape.as_list()}, this buffer keeps "
-                         f"{num_envs} rings of {per_env} rows of shape {spec.shape.as_list()}")
+                         f"{num_envs} rings of {per_env} rows of shape {spec.shape.as_list()} (another environment, or "
+                         "frame stacks stored once per row by one buffer and not the other)")

@@ -104,6 +104,21 @@ def rlengine_register_pipelines(register: Register) -> None:
 
 
 @hookspec
+def rlengine_register_networks(register: Register) -> None:
+    """Register encoder classes: networks that map an observation nest to ``[B, features]``.
+
+    Called once when the plugin manager is built. ``register(name, cls)``
+    takes a unique name (what an algorithm's ``encoder`` key names, and the
+    TOML section of the encoder's config) and a subclass of
+    :class:`rlengine.Encoder`. Algorithms build them with
+    :meth:`rlengine.Algorithm.make_encoder`. The return value is ignored.
+    """
+
+
+
+
+
+@hookspec
 def rlengine_register_commands(register: Register) -> None:
     """Register subcommands of the ``rlengine`` CLI.
 

@@ -46,6 +46,8 @@ KINDS = (
     Kind("command", "commands", "rlengine.api.command:Command", False),
     # a class whose instances implement lifecycle hooks, made once per run: checked by rlengine.run.callbacks
     Kind("callback", "callbacks", None, True),
+    # encoders: observation nest -> features; algorithms name them in their config
+    Kind("network", "networks", "rlengine.api.network:Encoder", True),
 )
 KIND_NAMES = tuple(kind.name for kind in KINDS)
 KIND_BY_NAME = {kind.name: kind for kind in KINDS}

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from rlengine.api import Algorithm, Environment
+from rlengine.api.network import Encoders, encoders_in_scope
 from rlengine.api.pipeline import CollectorRecipe, Pipeline, PipelineContext
 from rlengine.api.specs import RunSpecs, check_nest
 from rlengine.collect.distributions import Converters
@@ -22,6 +23,7 @@ from rlengine.config import RunConfig
 from rlengine.errors import ConfigError
 from rlengine.learn.learner import Learner
 from rlengine.learn.replay import ReplayBuffer
+from rlengine.learn.replay_frames import replay_frame_stacks
 from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
 from rlengine.run.evaluator import Evaluator
@@ -86,6 +88,8 @@ def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: i
     """
     name, cls = environment_class(config, plugins)
     cfg, section = config.train, config.section(name, cls.config_class)
+    if evaluation and attrs.has(type(section)) and "evaluation" in attrs.fields_dict(type(section)):
+        section = attrs.evolve(section, evaluation=True)  # e.g. the raw game score, not clipped rewards
 
     def factory(env_seed: int) -> Environment:
         return cls(env_id=cfg.env, num_envs=num_envs, seed=env_seed, first_env_id=first_env_id, config=section)
@@ -150,7 +154,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         names: dict = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
         specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
         algorithm.build()
-        buffer = make_replay_buffer(config, algorithm, specs) if algorithm.off_policy else None
+        buffer = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
         learner = Learner(algorithm, specs, converters, buffer)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
@@ -182,8 +186,20 @@ def build_acting(config: RunConfig, plugins: Plugins, raw_time_step_spec: Any,
     chain = TransformerChain(_transformers(config, transformer_classes, observation_spec))
     time_step_spec = raw_time_step_spec._replace(
         observation=TransformerChain.output_spec_of(chain.transformers, observation_spec))
-    algorithm = algorithm_cls(time_step_spec, action_spec, config.section(cfg.algorithm, algorithm_cls.config_class))
+    with encoders_in_scope(run_encoders(config, plugins)):
+        algorithm = algorithm_cls(time_step_spec, action_spec,
+                                  config.section(cfg.algorithm, algorithm_cls.config_class))
     return chain, algorithm
+
+
+def run_encoders(config: RunConfig, plugins: Plugins) -> Encoders:
+    """The run's encoders: registered network classes with their config sections."""
+
+    def lookup(name: str) -> tuple:
+        cls = plugins.registries.networks.get(name).obj
+        return cls, config.section(name, cls.config_class)
+
+    return Encoders(lookup)
 
 
 def _collector_recipes(config: RunConfig, plugins: Plugins) -> Any:
@@ -196,8 +212,12 @@ def _collector_recipes(config: RunConfig, plugins: Plugins) -> Any:
     return recipe
 
 
-def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs) -> Any:
-    """The replay buffer an off-policy algorithm asks for, after checking it can be sampled."""
+def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs, stacked_frames: Any = None) -> Any:
+    """The replay buffer an off-policy algorithm asks for, after checking it can be sampled.
+
+    ``stacked_frames``: the training environment's :meth:`~rlengine.Environment.stacked_frames` (None when
+    it declares none, or when no environment is at hand): those leaves are stored one frame per row.
+    """
 
     cfg, name = config.train, config.train.algorithm
     needed = cfg.num_envs * algorithm.mini_batch_length
@@ -210,13 +230,14 @@ def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs)
     if algorithm.replay_capacity < needed_capacity:
         raise ConfigError(f"{name}.replay_capacity = {algorithm.replay_capacity} must be at least "
                           f"{needed_capacity} (num_envs x max(mini_batch_length, unroll_length))")
+    frame_stacks = replay_frame_stacks(stacked_frames, specs, cfg.env)
     # Sized before allocating: too big a buffer is an out-of-memory traceback, or the kernel's kill.
     buffer_bytes = ReplayBuffer.bytes_needed(specs.experience, cfg.num_envs, algorithm.replay_capacity,
-                                             algorithm.prioritized_replay)
+                                             algorithm.prioritized_replay, frame_stacks)
     check_fits(buffer_bytes, "the replay buffer", f"{name}.replay_capacity", algorithm.replay_capacity, needed_capacity)
     return ReplayBuffer(specs.experience, cfg.num_envs, algorithm.replay_capacity,
                         sequence_length=algorithm.mini_batch_length, prioritized=algorithm.prioritized_replay,
-                        priority_alpha=algorithm.priority_alpha)
+                        priority_alpha=algorithm.priority_alpha, frame_stacks=frame_stacks)
 
 
 def _transformers(config: RunConfig, classes: list, observation_spec: Any) -> list:

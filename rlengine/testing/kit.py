@@ -6,7 +6,8 @@ Register them in-process::
     from rlengine.testing import testing_plugin, tiny_config
     engine = Engine(tiny_config(), extra_plugins=[("testing", testing_plugin())])
 
-``counting`` is a deterministic environment, ``toy`` a small trainable
+``counting`` is a deterministic environment, ``pixels``, ``pixels-dict`` and ``masked`` tiny
+image, Dict-observation and action-masked ones (:mod:`.pixels`), ``toy`` a small trainable
 on-policy algorithm, ``toy-q`` an off-policy one (learns from replay), ``memory`` a writer that keeps its rows, and :class:`HookRecorder`
 records every lifecycle hook call in order.
 """
@@ -25,6 +26,14 @@ from rlengine import hookimpl
 from rlengine.api import Algorithm, Environment, SummaryWriter
 from rlengine.api import seeding as run_random
 from rlengine.api.data import LossInfo, PolicyStep, StepType, TimeStep
+from rlengine.testing.pixels import (  # noqa: F401  (the kit's API)
+    IllegalAction,
+    MaskedConfig,
+    MaskedEnv,
+    PixelsConfig,
+    PixelsDictEnv,
+    PixelsEnv,
+)
 
 tfd = tfp.distributions
 
@@ -167,7 +176,7 @@ class MemoryWriter(SummaryWriter):
 
 
 class TestingPlugin:
-    """Registers ``counting``, ``toy`` and ``memory``."""
+    """Registers ``counting``, ``faulty``, ``pixels``, ``pixels-dict``, ``masked``, ``toy``, ``toy-q`` and ``memory``."""
 
     __test__ = False  # not a pytest test class, despite its name
 
@@ -175,6 +184,9 @@ class TestingPlugin:
     def rlengine_register_environments(self, register):
         register("counting", CountingEnv)
         register("faulty", FaultyEnv)
+        register("pixels", PixelsEnv)
+        register("pixels-dict", PixelsDictEnv)
+        register("masked", MaskedEnv)
 
     @hookimpl
     def rlengine_register_algorithms(self, register):

@@ -133,7 +133,7 @@ def test_without_entry_points_only_in_process_plugins_load():
 
     assert _third_party(plugins) == ["testing"]
     assert plugins.registries.algorithms.names() == ["toy", "toy-q"]
-    assert plugins.registries.environments.names() == ["counting", "faulty"]
+    assert plugins.registries.environments.names() == ["counting", "faulty", "masked", "pixels", "pixels-dict"]
     assert plugins.registries.writers.names() == ["memory"]
 
 

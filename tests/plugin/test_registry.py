@@ -207,7 +207,7 @@ def test_registries_have_one_registry_per_kind():
     registries = Registries()
 
     assert [k.name for k in KINDS] == ["algorithm", "environment", "transformer", "writer", "pipeline",
-                                       "distribution", "command", "callback"]
+                                       "distribution", "command", "callback", "network"]
     assert [registries[k.name].kind for k in KINDS] == list(KINDS)
     assert registries.pipelines is registries["pipeline"] and registries.commands is registries["command"]
     assert registries.algorithms is registries["algorithm"]
@@ -238,7 +238,8 @@ def test_registered_by_reports_each_kind():
     plugins = _in_process(("testing", testing_plugin()))
 
     assert plugins.registered_by("testing") == {
-        "algorithms": ["toy", "toy-q"], "environments": ["counting", "faulty"], "transformers": [], "writers": ["memory"],
-        "distributions": [], "pipelines": [], "commands": [], "callbacks": [],
+        "algorithms": ["toy", "toy-q"], "environments": ["counting", "faulty", "masked", "pixels", "pixels-dict"],
+        "transformers": [], "writers": ["memory"], "distributions": [], "pipelines": [], "commands": [], "callbacks": [],
+        "networks": [],
     }
     assert plugins.registered_by("nobody") == {k.plural: [] for k in KINDS}

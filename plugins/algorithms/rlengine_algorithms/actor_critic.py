@@ -4,6 +4,12 @@ Rows follow the engine's convention: ``reward[t + 1]`` and
 ``discount[t + 1]`` belong to the transition out of row ``t``. A row whose
 step is LAST starts no real transition (the environment resets after it),
 so it carries no loss.
+
+Observations go through the registered encoder the config names (one for
+actor and critic unless ``share_encoder = false``), then the optional LSTM
+and the actor and critic MLPs. An ``action_mask`` observation leaf masks the
+Categorical's logits wherever the policy is evaluated (rollout, predict,
+train-time recomputation).
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import tensorflow as tf
 import tf_keras
 
 import rlengine
-from rlengine import Algorithm, Experience, LossInfo, PolicyStep, StepType
+from rlengine import Algorithm, ConfigError, Experience, LossInfo, PolicyStep, StepType, action_mask_of
+from rlengine_algorithms.masking import mask_spec, refuse_mask
 from rlengine_algorithms.networks import ActionHead, Torso, dense, positive_sizes
 
 _pos = attrs.validators.gt(0)
@@ -27,7 +34,12 @@ _schedules = attrs.validators.in_(["constant", "linear"])
 class ActorCriticConfig:
     """Options of ``ac`` (TOML section ``[ac]``); PPO adds its own on top."""
 
-    #: MLP widths of actor and critic, each > 0 ([]: no hidden layer)
+    #: registered encoder that turns observations into features, options in its own section ([nature_cnn], ...)
+    encoder: str = attrs.field(default="flatten", validator=attrs.validators.instance_of(str))
+    #: one encoder for actor and critic; false: each its own (needs lstm_size = 0)
+    share_encoder: bool = True
+    #: MLP widths of actor and critic after the encoder, each > 0 ([]: no hidden layer; with a CNN encoder
+    #: set [], as its last dense layer is the torso, like SB3's CnnPolicy)
     hidden_sizes: list = attrs.field(factory=lambda: [64, 64], validator=positive_sizes)
     #: nonlinearity of the hidden layers of both MLPs
     activation: str = attrs.field(default="tanh", validator=attrs.validators.in_(["tanh", "relu", "elu"]))
@@ -107,11 +119,26 @@ class ActorCritic(Algorithm):
         self.num_epochs = config.num_epochs
         self.mini_batch_size = config.mini_batch_size
         self.needs_time_dimension = bool(config.lstm_size)
-        self.torso = Torso(config.hidden_sizes, config.lstm_size, config.activation)
-        self.head = ActionHead(action_spec, type(self).__name__.lower(), config.init_log_std)
+        name = type(self).__name__.lower()
+        self.head = ActionHead(action_spec, name, config.init_log_std)
+        if self.head.discrete:
+            mask_spec(time_step_spec.observation, name, self.head.num_actions)
+        else:
+            refuse_mask(time_step_spec.observation, name)
+        self.torso = Torso(*self._encoders(config, name), config.hidden_sizes, config.lstm_size, config.activation)
         self.value_head = dense(1, 1.0, "value")
         lr = LinearDecay(config.learning_rate, self.progress, config.lr_schedule == "linear")
         self.optimizer = tf_keras.optimizers.Adam(lr, epsilon=1e-5)
+
+    def _encoders(self, config, name: str) -> tuple:
+        """The actor's (or shared) encoder and the critic's own one, or None when shared."""
+        if not config.share_encoder and config.lstm_size:
+            raise ConfigError(f"{name}.share_encoder = false needs lstm_size = 0 (the LSTM feeds both actor and "
+                              f"critic from one encoder); set share_encoder = true or lstm_size = 0")
+        encoder = self.make_encoder(config.encoder)
+        if config.share_encoder or not encoder.variables:  # an encoder without variables is the same function
+            return encoder, None
+        return encoder, self.make_encoder(config.encoder, scope="critic_encoder")
 
     @property
     def state_spec(self):
@@ -119,7 +146,7 @@ class ActorCritic(Algorithm):
 
     def _evaluate(self, observation, state):
         actor, critic, state = self.torso(observation, state)
-        return self.head(actor), tf.squeeze(self.value_head(critic), -1), state
+        return self.head(actor, action_mask_of(observation)), tf.squeeze(self.value_head(critic), -1), state
 
     def predict(self, time_step, state) -> PolicyStep:
         dist, _, state = self._evaluate(time_step.observation, state)

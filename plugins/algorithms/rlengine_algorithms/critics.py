@@ -25,7 +25,10 @@ _v = attrs.validators
 class OffPolicyConfig:
     """Replay and update-rate options every off-policy algorithm takes."""
 
-    #: MLP widths of the actor and critics (DQN: Q net), each > 0 ([]: no hidden layer)
+    #: registered encoder that turns observations into features, options in its own section ([nature_cnn], ...)
+    encoder: str = attrs.field(default="flatten", validator=_v.instance_of(str))
+    #: MLP widths of the actor and of each critic after the encoder, each > 0 ([]: no hidden layer); keep
+    #: hidden layers with a CNN encoder too: the critics take the action in here
     hidden_sizes: list = attrs.field(factory=lambda: [256, 256], validator=positive_sizes)
     gamma: float = attrs.field(default=0.99, validator=[_v.ge(0), _v.le(1)])  # discount of future rewards, per step
     mini_batch_size: int = attrs.field(default=256, validator=_v.gt(0))  # replayed sequences per update
@@ -40,13 +43,49 @@ class OffPolicyConfig:
     priority_beta: float = attrs.field(default=0.4, validator=_v.ge(0))
 
 
+@attrs.define(kw_only=True)
+class ActorCriticOffPolicyConfig(OffPolicyConfig):
+    """The replay options plus the encoder sharing of an actor and twin critics (SAC, TD3)."""
+
+    #: one encoder for actor and critics, trained by the critic loss only (the actor sees its features
+    #: through stop_gradient); false: the actor and the critics each have their own
+    share_encoder: bool = False
+
+
 REPLAY_KEYS = ("mini_batch_size", "mini_batch_length", "num_updates_per_iteration", "initial_collect_steps",
                "replay_capacity", "prioritized_replay", "priority_alpha", "priority_beta")
 
 
-def observation_size(observation_spec) -> int:
-    """Width of the flattened observation (see ``networks.flatten_observation``)."""
-    return int(sum(np.prod(s.shape) for s in tf.nest.flatten(observation_spec)))
+def encode(observation, encoders) -> list:
+    """Each encoder's features of ``observation``; an encoder listed twice runs once."""
+    done = {}
+    for encoder in encoders:
+        if id(encoder) not in done:
+            done[id(encoder)] = encoder(observation)
+    return [done[id(encoder)] for encoder in encoders]
+
+
+def actor_and_critic_encoders(algorithm, config) -> tuple:
+    """``(actor encoder, critic encoder)`` of SAC and TD3: the same object when shared or without variables."""
+    critic = algorithm.make_encoder(config.encoder, scope="critic_encoder")
+    if config.share_encoder or not critic.variables:  # an encoder without variables is the same function
+        return critic, critic
+    return algorithm.make_encoder(config.encoder, scope="actor_encoder"), critic
+
+
+def trainable_of(modules) -> list:
+    """The trainable variables of several modules, in order (a module listed twice counts once)."""
+    return [v for m in dict.fromkeys(modules) for v in m.trainable_variables]
+
+
+def variables_of(modules) -> list:
+    """The variables of several modules, in order (a module listed twice counts once)."""
+    return [v for m in dict.fromkeys(modules) for v in m.variables]
+
+
+def target_encoder(algorithm, encoder, scope: str):
+    """A non-trainable copy of ``encoder`` for a target network (``encoder`` itself if it has no variables)."""
+    return algorithm.copy_encoder(encoder, scope) if encoder.variables else encoder
 
 
 class StackedMLP(tf.Module):

@@ -16,6 +16,12 @@ The loss covers the first ``L - n_step`` rows of each ``[L, B]`` sequence with
 n-step double-Q targets bootstrapped from row ``t + n_step`` (never across a
 LAST row); the priority of a sequence is ``0.9 max + 0.1 mean`` of its
 |TD errors|.
+
+Observations go through the configured encoder (the target network has a
+frozen copy, moved with it), then the LSTM if any, then the Q head. With an
+``action_mask`` observation leaf, illegal actions' Q-values are masked before
+every argmax and max (greedy actions, bootstrap targets, which use the next
+observation's mask) and exploring actions are drawn among the legal ones.
 """
 
 from __future__ import annotations
@@ -28,17 +34,18 @@ import tensorflow as tf
 import tf_keras
 
 import rlengine
-from rlengine import ConfigError, LossInfo, PolicyStep, StepType, n_step_return, untracked
+from rlengine import ConfigError, LossInfo, PolicyStep, StepType, action_mask_of, n_step_return, untracked
 from rlengine_algorithms.critics import (
     OffPolicyAlgorithm,
     OffPolicyConfig,
     StackedMLP,
     Transition,
-    observation_size,
+    target_encoder,
     to_transitions,
     weighted_mean,
 )
-from rlengine_algorithms.networks import flatten_observation, orthogonal, positive_sizes
+from rlengine_algorithms.masking import mask_spec, mask_values, uniform_legal_action
+from rlengine_algorithms.networks import orthogonal, positive_sizes
 
 _v = attrs.validators
 _unit = [_v.ge(0), _v.le(1)]
@@ -48,7 +55,8 @@ _unit = [_v.ge(0), _v.le(1)]
 class DQNConfig(OffPolicyConfig):
     """Options of ``dqn`` (TOML section ``[dqn]``), on top of the replay ones."""
 
-    #: MLP widths of the Q network, each > 0 ([]: no hidden layer)
+    #: MLP widths of the Q network after the encoder, each > 0 ([]: no hidden layer; with a CNN encoder
+    #: set [], as its last dense layer is the torso, like the Nature DQN)
     hidden_sizes: list = attrs.field(factory=lambda: [256, 256], validator=positive_sizes)
     learning_rate: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the Q network
     mini_batch_size: int = attrs.field(default=64, validator=_v.gt(0))
@@ -144,13 +152,17 @@ class DQN(OffPolicyAlgorithm):
                               f"{list(action_spec.shape)}; use 'sac' or 'td3' for Box actions")
         self.offset = int(action_spec.minimum)
         self.num_actions = int(action_spec.maximum) - self.offset + 1
-        obs = observation_size(time_step_spec.observation)
+        mask_spec(time_step_spec.observation, "dqn", self.num_actions)
+        self.encoder = self.make_encoder(config.encoder)
+        self.target_encoder = target_encoder(self, self.encoder, "target_encoder")
+        obs = self.encoder.output_size
         self.recurrent = config.lstm_size > 0
         head_in = config.lstm_size if self.recurrent else obs
         self.q_network = StackedMLP(1, head_in, config.hidden_sizes, self.num_actions, 1.0, name="q_network")
         self.target_network = self.q_network.copy("target_network")
-        online, target = self.q_network.variables, self.target_network.variables
-        trained = list(self.q_network.trainable_variables)
+        online = [*self.q_network.variables, *self.encoder.variables]
+        target = [*self.target_network.variables, *self.target_encoder.variables]
+        trained = [*self.q_network.trainable_variables, *self.encoder.trainable_variables]
         if self.recurrent:
             if config.n_step >= config.mini_batch_length:
                 raise ConfigError(f"dqn.n_step = {config.n_step} needs dqn.mini_batch_length > n_step with "
@@ -181,8 +193,9 @@ class DQN(OffPolicyAlgorithm):
         fraction = tf.minimum(self.progress / max(cfg.exploration_fraction, 1e-8), 1.0)
         return cfg.epsilon_start + fraction * (cfg.epsilon_end - cfg.epsilon_start)
 
-    def _q(self, network: StackedMLP, observation):
-        return network(flatten_observation(observation))[0]
+    def _q(self, network: StackedMLP, encoder, observation):
+        """Q values ``[B, A]``, illegal actions (``action_mask``) at the lowest float."""
+        return mask_values(network(encoder(observation))[0], action_mask_of(observation))
 
     def _to_env(self, index):
         return tf.cast(index + self.offset, self.action_spec.dtype)
@@ -190,9 +203,9 @@ class DQN(OffPolicyAlgorithm):
     def _online(self, observation, state):
         """Online Q values ``[B, A]`` and the next state (target half mirrors the online one)."""
         if not self.recurrent:
-            return self._q(self.q_network, observation), state
-        features, cell = self.lstm(flatten_observation(observation), state[0])
-        return self.q_network(features)[0], (cell, cell)
+            return self._q(self.q_network, self.encoder, observation), state
+        features, cell = self.lstm(self.encoder(observation), state[0])
+        return mask_values(self.q_network(features)[0], action_mask_of(observation)), (cell, cell)
 
     def predict(self, time_step, state) -> PolicyStep:
         q, state = self._online(time_step.observation, state)
@@ -204,7 +217,11 @@ class DQN(OffPolicyAlgorithm):
         greedy = tf.argmax(q, axis=-1, output_type=tf.int32)
         batch = tf.shape(greedy)
         explore = tf.random.stateless_uniform(batch, rlengine.random.seed()) < self.epsilon()
-        random = tf.random.stateless_uniform(batch, rlengine.random.seed(), 0, self.num_actions, dtype=tf.int32)
+        mask = action_mask_of(time_step.observation)
+        if mask is None:
+            random = tf.random.stateless_uniform(batch, rlengine.random.seed(), 0, self.num_actions, dtype=tf.int32)
+        else:
+            random = uniform_legal_action(mask, rlengine.random.seed())
         return PolicyStep(self._to_env(tf.where(explore, random, greedy)), state, ())
 
     def preprocess_experience(self, exp) -> Transition:
@@ -216,14 +233,14 @@ class DQN(OffPolicyAlgorithm):
         if self.recurrent:
             return self._recurrent_train_step(batch, state)
         action = tf.cast(batch.action, tf.int32) - self.offset
-        q = tf.gather(self._q(self.q_network, batch.observation), action, batch_dims=1)
+        q = tf.gather(self._q(self.q_network, self.encoder, batch.observation), action, batch_dims=1)
         target = tf.stop_gradient(self._target(batch))
         return PolicyStep((), state, DQNInfo(q, target, batch.mask))
 
     def _target(self, batch: Transition):
-        next_q = self._q(self.target_network, batch.next_observation)
+        next_q = self._q(self.target_network, self.target_encoder, batch.next_observation)
         if self.config.double_q:
-            online = self._q(self.q_network, batch.next_observation)
+            online = self._q(self.q_network, self.encoder, batch.next_observation)
             best = tf.argmax(online, axis=-1, output_type=tf.int32)
             value = tf.gather(next_q, best, batch_dims=1)
         else:
@@ -232,11 +249,11 @@ class DQN(OffPolicyAlgorithm):
 
     def _recurrent_train_step(self, exp, state) -> PolicyStep:
         """One time step ``[B]`` of both networks from their states ``(online, target)``."""
-        x = flatten_observation(exp.observation)
-        features, online_cell = self.lstm(x, state[0])
-        q_all = self.q_network(features)[0]
-        target_features, target_cell = self.target_lstm(x, state[1])
-        target_values = tf.stop_gradient(self.target_network(target_features)[0])
+        mask = action_mask_of(exp.observation)
+        features, online_cell = self.lstm(self.encoder(exp.observation), state[0])
+        q_all = mask_values(self.q_network(features)[0], mask)
+        target_features, target_cell = self.target_lstm(self.target_encoder(exp.observation), state[1])
+        target_values = tf.stop_gradient(mask_values(self.target_network(target_features)[0], mask))
         action = tf.cast(exp.action, tf.int32) - self.offset
         q = tf.gather(q_all, action, batch_dims=1)
         best = tf.argmax(tf.stop_gradient(q_all), axis=-1, output_type=tf.int32)
@@ -291,7 +308,7 @@ class DQN(OffPolicyAlgorithm):
         with tape:
             td = info.q - info.target
             loss = weighted_mean(huber(td, cfg.huber_delta), info.mask, weight)
-        variables = self.q_network.trainable_variables
+        variables = self.trained
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, variables), cfg.max_grad_norm)
         extra = {"q": weighted_mean(info.q, info.mask), "grad_norm": norm, "epsilon": self.epsilon()}
         priority = tf.abs(td) * info.mask if self.prioritized_replay else ()

@@ -10,6 +10,7 @@ import tensorflow_probability as tfp
 import tf_keras
 
 from rlengine import ConfigError
+from rlengine_algorithms.masking import mask_values
 
 tfd = tfp.distributions
 
@@ -44,31 +45,41 @@ def orthogonal(shape, gain: float) -> tf.Tensor:
 
 
 class Dense(tf.Module):
-    """``activation(x @ w + b)``; built on first call, when the input width is known.
+    """``activation(x @ w + b)``; built now when ``in_size`` is given (encoders), else on first call,
+    when the input width is known.
 
     A plain module rather than a Keras layer: Keras layers cost a quarter of a
     second to construct on first use and add tracing overhead on every call.
     """
 
-    def __init__(self, units: int, gain: float, activation=None, name: str = "dense"):
+    def __init__(self, units: int, gain: float, activation=None, name: str = "dense", in_size: int = 0):
         super().__init__(name=name)
         self.units, self.gain, self.activation = units, gain, activation
         self.w = None
+        if in_size:
+            self._build(in_size)
+
+    def _build(self, in_size: int) -> None:
+        with self.name_scope:
+            self.w = tf.Variable(orthogonal([in_size, self.units], self.gain), name="w")
+            self.b = tf.Variable(tf.zeros([self.units]), name="b")
 
     def __call__(self, x):
         if self.w is None:
-            with self.name_scope:
-                self.w = tf.Variable(orthogonal([int(x.shape[-1]), self.units], self.gain), name="w")
-                self.b = tf.Variable(tf.zeros([self.units]), name="b")
+            self._build(int(x.shape[-1]))
         y = tf.matmul(x, self.w) + self.b
         return self.activation(y) if self.activation else y
 
 
 class MLP(tf.Module):
-    def __init__(self, sizes, activation: str, name: str):
+    """Dense layers with orthogonal init (gain sqrt 2); built now when ``in_size`` is given."""
+
+    def __init__(self, sizes, activation: str, name: str, in_size: int = 0):
         super().__init__(name=name)
         fn = ACTIVATIONS[activation]
-        self.layers = [Dense(n, np.sqrt(2), fn, name=f"dense_{i}") for i, n in enumerate(sizes)]
+        widths = [in_size, *sizes] if in_size else [0] * (len(sizes) + 1)
+        self.layers = [Dense(n, np.sqrt(2), fn, name=f"dense_{i}", in_size=widths[i]) for i, n in enumerate(sizes)]
+        self.output_size = sizes[-1] if sizes else in_size
 
     def __call__(self, x):
         for layer in self.layers:
@@ -108,9 +119,10 @@ class ActionHead(tf.Module):
     def discrete(self) -> bool:
         return self.spec.dtype.is_integer
 
-    def __call__(self, features) -> tfd.Distribution:
+    def __call__(self, features, action_mask=None) -> tfd.Distribution:
+        """The action distribution; illegal actions of ``action_mask`` ``[B, num_actions]`` get no probability."""
         if self.discrete:
-            return tfd.Categorical(logits=self.logits(features), dtype=self.spec.dtype)
+            return tfd.Categorical(logits=mask_values(self.logits(features), action_mask), dtype=self.spec.dtype)
         loc = tf.reshape(self.mean(features), [-1, *self.spec.shape])
         scale = tf.reshape(tf.exp(self.log_std), self.spec.shape) * tf.ones_like(loc)
         return tfd.Independent(tfd.Normal(loc, scale), reinterpreted_batch_ndims=self.spec.shape.rank)
@@ -126,12 +138,14 @@ class ActionHead(tf.Module):
 class Torso(tf.Module):
     """Observation -> features for the actor and for the critic.
 
-    Without an LSTM the actor and critic have separate MLPs (stateless);
-    with one, a shared LSTM feeds both MLPs and its ``(h, c)`` is the state.
+    The encoder (shared, or the actor's with ``critic_encoder`` the critic's)
+    feeds separate actor and critic MLPs; with an LSTM, a shared LSTM sits
+    between the (shared) encoder and both MLPs and its ``(h, c)`` is the state.
     """
 
-    def __init__(self, hidden_sizes, lstm_size: int, activation: str):
+    def __init__(self, encoder, critic_encoder, hidden_sizes, lstm_size: int, activation: str):
         super().__init__(name="torso")
+        self.encoder, self.critic_encoder = encoder, critic_encoder
         self.lstm_size = lstm_size
         self.lstm = tf_keras.layers.LSTMCell(lstm_size) if lstm_size else None
         self.actor = MLP(hidden_sizes, activation, "actor_mlp")
@@ -144,8 +158,9 @@ class Torso(tf.Module):
         return (tf.TensorSpec([self.lstm_size], tf.float32), tf.TensorSpec([self.lstm_size], tf.float32))
 
     def __call__(self, observation, state):
-        x = flatten_observation(observation)
+        x = self.encoder(observation)
         if self.lstm is not None:
             x, new_state = self.lstm(x, list(state))
             state = tuple(new_state)
-        return self.actor(x), self.critic(x), state
+        critic_x = x if self.critic_encoder is None else self.critic_encoder(observation)
+        return self.actor(x), self.critic(critic_x), state

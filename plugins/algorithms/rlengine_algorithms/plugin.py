@@ -1,4 +1,4 @@
-"""Registers the first-party algorithms through the public hook.
+"""Registers the first-party algorithms and encoders through the public hooks.
 
 Each is a ``"module:Class"`` string, imported (with TensorFlow) on first use
 only, so ``rlengine plugins`` and ``--help`` stay quick.
@@ -6,8 +6,8 @@ only, so ``rlengine plugins`` and ``--help`` stay quick.
 
 from rlengine import hookimpl
 
-#: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.0"
+#: The rlengine API (hooks and interfaces) this plugin is written against: 1.4 added the network hook.
+RLENGINE_API_VERSION = "1.4"
 
 #: Registered name -> "module:Class"; the name is also the algorithm's TOML section.
 ALGORITHMS = {
@@ -18,8 +18,23 @@ ALGORITHMS = {
     "dqn": "rlengine_algorithms.dqn:DQN",
 }
 
+#: Registered name -> "module:Class" of the encoders; the name is also the encoder's TOML section.
+ENCODERS = {
+    "flatten": "rlengine_algorithms.encoders:Flatten",
+    "mlp": "rlengine_algorithms.encoders:MLPEncoder",
+    "nature_cnn": "rlengine_algorithms.encoders:NatureCNN",
+    "impala_cnn": "rlengine_algorithms.encoders:ImpalaCNN",
+    "multi": "rlengine_algorithms.encoders:Multi",
+}
+
 
 @hookimpl
 def rlengine_register_algorithms(register):
     for name, reference in ALGORITHMS.items():
+        register(name, reference)
+
+
+@hookimpl
+def rlengine_register_networks(register):
+    for name, reference in ENCODERS.items():
         register(name, reference)

@@ -11,6 +11,11 @@ same for every action range. In those units the policy is exactly
 ``rlengine.SquashedNormal(loc, scale, -1, 1)``; sampling and the log
 probability are written out here because the bijector chain costs several
 times more ops per update.
+
+Observations go through the configured encoder: by default the actor and the
+(twin) critics each have their own; with ``share_encoder`` one encoder is
+trained by the critic loss only. Target critics (and actors) have frozen
+copies of their encoders, moved with them.
 """
 
 from __future__ import annotations
@@ -26,15 +31,19 @@ import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep
 from rlengine_algorithms.critics import (
     ActionScale,
+    ActorCriticOffPolicyConfig,
     OffPolicyAlgorithm,
-    OffPolicyConfig,
     StackedMLP,
     Transition,
-    observation_size,
+    actor_and_critic_encoders,
+    encode,
+    target_encoder,
     to_transitions,
+    trainable_of,
+    variables_of,
     weighted_mean,
 )
-from rlengine_algorithms.networks import flatten_observation
+from rlengine_algorithms.masking import refuse_mask
 
 _v = attrs.validators
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -42,7 +51,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 @attrs.define(kw_only=True)
-class SACConfig(OffPolicyConfig):
+class SACConfig(ActorCriticOffPolicyConfig):
     """Options of ``sac`` (TOML section ``[sac]``), on top of the replay ones."""
 
     actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the actor
@@ -81,50 +90,61 @@ class SAC(OffPolicyAlgorithm):
         super().__init__(time_step_spec, action_spec, config)
         if action_spec.dtype.is_integer:
             raise ConfigError("algorithm 'sac' supports Box (continuous) actions, not Discrete; use 'dqn'")
+        refuse_mask(time_step_spec.observation, "sac")
         self.scale = ActionScale(action_spec, "sac")
-        obs, act, hidden = observation_size(time_step_spec.observation), self.scale.size, config.hidden_sizes
-        self.actor = StackedMLP(1, obs, hidden, 2 * act, 0.01, name="actor")  # loc and log std
-        self.critic = StackedMLP(2, obs + act, hidden, 1, 1.0, name="critic")
+        self.actor_encoder, self.critic_encoder = actor_and_critic_encoders(self, config)
+        shared = self.actor_encoder is self.critic_encoder
+        # A shared encoder is trained by the critic loss only: the actor sees its features through stop_gradient.
+        self.actor_stops_gradient = shared and bool(self.critic_encoder.trainable_variables)
+        act, hidden = self.scale.size, config.hidden_sizes
+        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, 2 * act, 0.01, name="actor")  # loc, log std
+        self.critic = StackedMLP(2, self.critic_encoder.output_size + act, hidden, 1, 1.0, name="critic")
         self.target_critic = self.critic.copy("target_critic")
+        self.target_critic_encoder = target_encoder(self, self.critic_encoder, "target_critic_encoder")
         self.log_alpha = tf.Variable(math.log(config.initial_alpha), name="log_alpha")
         self.target_entropy = -float(act) if config.target_entropy is None else float(config.target_entropy)
+        # The critic side owns a shared encoder (its optimizer, its target); the actor side owns only its own.
+        actor_parts = [self.actor] if shared else [self.actor, self.actor_encoder]
+        critic_parts = [self.critic, self.critic_encoder]
         self.optimizers = [
-            (tf_keras.optimizers.Adam(config.actor_lr, jit_compile=False), self.actor.trainable_variables),
-            (tf_keras.optimizers.Adam(config.critic_lr, jit_compile=False), self.critic.trainable_variables),
+            (tf_keras.optimizers.Adam(config.actor_lr, jit_compile=False), trainable_of(actor_parts)),
+            (tf_keras.optimizers.Adam(config.critic_lr, jit_compile=False), trainable_of(critic_parts)),
             (tf_keras.optimizers.Adam(config.alpha_lr, jit_compile=False), [self.log_alpha]),
         ]
-        self.targets = [(self.target_critic.variables, self.critic.variables)]
+        self.targets = [(variables_of([self.target_critic, self.target_critic_encoder]), variables_of(critic_parts))]
         self.target_tau = config.tau
 
-    def _actor(self, observation):
-        out = self.actor(observation)[0]
+    def _actor(self, features):
+        out = self.actor(features)[0]
         loc, log_std = tf.split(out, 2, axis=-1)
         return loc, tf.clip_by_value(log_std, LOG_STD_MIN, LOG_STD_MAX)
 
     def predict(self, time_step, state) -> PolicyStep:
-        loc, _ = self._actor(flatten_observation(time_step.observation))
+        loc, _ = self._actor(self.actor_encoder(time_step.observation))
         return PolicyStep(self.scale.to_env(tf.tanh(loc)), state, ())
 
     def rollout(self, time_step, state) -> PolicyStep:
-        unit, _ = squashed_sample(*self._actor(flatten_observation(time_step.observation)))
+        unit, _ = squashed_sample(*self._actor(self.actor_encoder(time_step.observation)))
         return PolicyStep(self.scale.to_env(unit), state, ())
 
     def preprocess_experience(self, exp) -> Transition:
         return to_transitions(exp, self.config.gamma)
 
     def train_step(self, batch: Transition, state) -> PolicyStep:
-        obs = flatten_observation(batch.observation)
-        next_obs = flatten_observation(batch.next_observation)
+        obs, critic_obs = encode(batch.observation, [self.actor_encoder, self.critic_encoder])
+        if self.actor_stops_gradient:
+            obs = tf.stop_gradient(obs)
         action = self.scale.to_unit(batch.action)
         policy_action, log_prob = squashed_sample(*self._actor(obs))
-        q = tf.squeeze(self.critic(tf.concat([obs, action], -1)), -1)
-        q_policy = tf.squeeze(self.critic(tf.concat([obs, policy_action], -1)), -1)
-        target = tf.stop_gradient(self._target(batch, next_obs))
+        q = tf.squeeze(self.critic(tf.concat([critic_obs, action], -1)), -1)
+        q_policy = tf.squeeze(self.critic(tf.concat([critic_obs, policy_action], -1)), -1)
+        target = tf.stop_gradient(self._target(batch))
         return PolicyStep((), state, SACInfo(q, q_policy, log_prob, target, batch.mask))
 
-    def _target(self, batch: Transition, next_obs):
+    def _target(self, batch: Transition):
+        next_obs, next_critic_obs = encode(batch.next_observation, [self.actor_encoder, self.target_critic_encoder])
         next_action, next_log_prob = squashed_sample(*self._actor(next_obs))
-        next_q = tf.squeeze(self.target_critic(tf.concat([next_obs, next_action], -1)), -1)
+        next_q = tf.squeeze(self.target_critic(tf.concat([next_critic_obs, next_action], -1)), -1)
         soft_value = tf.reduce_min(next_q, axis=0) - tf.exp(self.log_alpha) * next_log_prob
         return batch.reward + batch.discount * soft_value
 

@@ -5,6 +5,11 @@ policy smoothing, and delayed actor and target updates: the actor's
 gradients are applied, and both targets moved, every ``policy_delay``-th
 update only. Noise scales are in units of half the action range, i.e. of
 the actor's ``[-1, 1]`` output.
+
+Observations go through the configured encoder: by default the actor and the
+(twin) critics each have their own; with ``share_encoder`` one encoder is
+trained by the critic loss only. Target critics (and actors) have frozen
+copies of their encoders, moved with them.
 """
 
 from __future__ import annotations
@@ -19,21 +24,25 @@ import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep
 from rlengine_algorithms.critics import (
     ActionScale,
+    ActorCriticOffPolicyConfig,
     OffPolicyAlgorithm,
-    OffPolicyConfig,
     StackedMLP,
     Transition,
-    observation_size,
+    actor_and_critic_encoders,
+    encode,
+    target_encoder,
     to_transitions,
+    trainable_of,
+    variables_of,
     weighted_mean,
 )
-from rlengine_algorithms.networks import flatten_observation
+from rlengine_algorithms.masking import refuse_mask
 
 _v = attrs.validators
 
 
 @attrs.define(kw_only=True)
-class TD3Config(OffPolicyConfig):
+class TD3Config(ActorCriticOffPolicyConfig):
     """Options of ``td3`` (TOML section ``[td3]``), on top of the replay ones."""
 
     actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the actor
@@ -60,30 +69,43 @@ class TD3(OffPolicyAlgorithm):
         super().__init__(time_step_spec, action_spec, config)
         if action_spec.dtype.is_integer:
             raise ConfigError("algorithm 'td3' supports Box (continuous) actions, not Discrete; use 'dqn'")
+        refuse_mask(time_step_spec.observation, "td3")
         self.scale = ActionScale(action_spec, "td3")
-        obs, act, hidden = observation_size(time_step_spec.observation), self.scale.size, config.hidden_sizes
-        self.actor = StackedMLP(1, obs, hidden, act, 1.0, name="actor")
-        self.critic = StackedMLP(2, obs + act, hidden, 1, 1.0, name="critic")
+        self.actor_encoder, self.critic_encoder = actor_and_critic_encoders(self, config)
+        shared = self.actor_encoder is self.critic_encoder
+        # A shared encoder is trained by the critic loss only: the actor sees its features through stop_gradient.
+        self.actor_stops_gradient = shared and bool(self.critic_encoder.trainable_variables)
+        act, hidden = self.scale.size, config.hidden_sizes
+        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, act, 1.0, name="actor")
+        self.critic = StackedMLP(2, self.critic_encoder.output_size + act, hidden, 1, 1.0, name="critic")
         self.target_actor = self.actor.copy("target_actor")
         self.target_critic = self.critic.copy("target_critic")
+        self.target_critic_encoder = target_encoder(self, self.critic_encoder, "target_critic_encoder")
+        self.target_actor_encoder = (self.target_critic_encoder if shared
+                                     else target_encoder(self, self.actor_encoder, "target_actor_encoder"))
+        # The critic side owns a shared encoder (its optimizer and its target); the actor side owns only its own.
+        actor_parts = [self.actor] if shared else [self.actor, self.actor_encoder]
+        target_actor_parts = [self.target_actor] if shared else [self.target_actor, self.target_actor_encoder]
+        critic_parts, target_critic_parts = [self.critic, self.critic_encoder], [self.target_critic,
+                                                                                 self.target_critic_encoder]
         self.actor_optimizer = tf_keras.optimizers.Adam(config.actor_lr, jit_compile=False)
         self.optimizers = [
-            (self.actor_optimizer, self.actor.trainable_variables),
-            (tf_keras.optimizers.Adam(config.critic_lr, jit_compile=False), self.critic.trainable_variables),
+            (self.actor_optimizer, trainable_of(actor_parts)),
+            (tf_keras.optimizers.Adam(config.critic_lr, jit_compile=False), trainable_of(critic_parts)),
         ]
-        self.targets = [(self.target_actor.variables, self.actor.variables),
-                        (self.target_critic.variables, self.critic.variables)]
+        self.targets = [(variables_of(target_actor_parts), variables_of(actor_parts)),
+                        (variables_of(target_critic_parts), variables_of(critic_parts))]
         self.target_period, self.target_tau = config.policy_delay, config.tau
 
-    def _act(self, network: StackedMLP, observation):
-        return tf.tanh(network(observation)[0])
+    def _act(self, network: StackedMLP, features):
+        return tf.tanh(network(features)[0])
 
     def predict(self, time_step, state) -> PolicyStep:
-        return PolicyStep(self.scale.to_env(self._act(self.actor, flatten_observation(time_step.observation))),
+        return PolicyStep(self.scale.to_env(self._act(self.actor, self.actor_encoder(time_step.observation))),
                           state, ())
 
     def rollout(self, time_step, state) -> PolicyStep:
-        unit = self._act(self.actor, flatten_observation(time_step.observation))
+        unit = self._act(self.actor, self.actor_encoder(time_step.observation))
         # Clipped here so that the stored action is the one the environment ran.
         noisy = tf.clip_by_value(unit + self.config.exploration_noise * tf.random.stateless_normal(tf.shape(unit), rlengine.random.seed()), -1, 1)
         return PolicyStep(self.scale.to_env(noisy), state, ())
@@ -92,23 +114,27 @@ class TD3(OffPolicyAlgorithm):
         return to_transitions(exp, self.config.gamma)
 
     def train_step(self, batch: Transition, state) -> PolicyStep:
-        obs = flatten_observation(batch.observation)
-        next_obs = flatten_observation(batch.next_observation)
+        obs, critic_obs = encode(batch.observation, [self.actor_encoder, self.critic_encoder])
+        if self.actor_stops_gradient:
+            obs = tf.stop_gradient(obs)
         action = self.scale.to_unit(batch.action)
-        q = tf.squeeze(self.critic(tf.concat([obs, action], -1)), -1)
+        q = tf.squeeze(self.critic(tf.concat([critic_obs, action], -1)), -1)
         # The actor's objective needs the first critic only.
-        q_policy = tf.squeeze(self.critic(tf.concat([obs, self._act(self.actor, obs)], -1), members=1), [0, -1])
-        target = tf.stop_gradient(self._target(batch, next_obs))
+        policy_action = self._act(self.actor, obs)
+        q_policy = tf.squeeze(self.critic(tf.concat([critic_obs, policy_action], -1), members=1), [0, -1])
+        target = tf.stop_gradient(self._target(batch))
         return PolicyStep((), state, TD3Info(q, q_policy, target, batch.mask))
 
-    def _target(self, batch: Transition, next_obs):
+    def _target(self, batch: Transition):
         cfg = self.config
+        next_obs, next_critic_obs = encode(batch.next_observation,
+                                           [self.target_actor_encoder, self.target_critic_encoder])
         next_action = self._act(self.target_actor, next_obs)
         noise = tf.clip_by_value(cfg.policy_noise * tf.random.stateless_normal(tf.shape(next_action),
                                                                                rlengine.random.seed()),
                                  -cfg.noise_clip, cfg.noise_clip)
         next_action = tf.clip_by_value(next_action + noise, -1.0, 1.0)
-        next_q = tf.squeeze(self.target_critic(tf.concat([next_obs, next_action], -1)), -1)
+        next_q = tf.squeeze(self.target_critic(tf.concat([next_critic_obs, next_action], -1)), -1)
         return batch.reward + batch.discount * tf.reduce_min(next_q, axis=0)
 
     def train_complete(self, tape, info: TD3Info, weight=None):

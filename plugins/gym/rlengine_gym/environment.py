@@ -25,17 +25,23 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
 import gymnasium
 import numpy as np
 import tensorflow as tf
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlengine import ConfigError, Environment, StepType, TimeStep
+from rlengine import ConfigError, Environment, FrameStack, StepType, TimeStep
 from rlengine_gym import spaces as space_utils
 from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
+from rlengine_gym.atari import is_ale_id, make_atari_env, register_ale
+from rlengine_gym.config import GymConfig, atari_settings
 from rlengine_gym.worker import make_env, quiet_worker, split_env_id
-from rlengine_gym.worker_faults import missing_dependency_error, terminate_workers, worker_faults
+from rlengine_gym.worker_faults import (
+    missing_atari_error,
+    missing_dependency_error,
+    terminate_workers,
+    worker_faults,
+)
 
 __all__ = ["GymConfig", "GymEnvironment", "make_env"]
 
@@ -46,51 +52,16 @@ _START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_me
 _FIRST = np.int32(StepType.FIRST)
 
 
-# -- config ------------------------------------------------------------------
-def _check_vectorization(_inst: Any, _attr: Any, value: Any) -> None:
-    if value not in ("sync", "async"):
-        raise ConfigError(f'[gym] vectorization must be "sync" or "async", got {value!r}')
-
-
-def _check_max_episode_steps(_inst: Any, _attr: Any, value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ConfigError(f"[gym] max_episode_steps must be a positive integer or unset, got {value!r}")
-
-
-def _check_render_mode(_inst: Any, _attr: Any, value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ConfigError(f'[gym] render_mode must be a mode name such as "rgb_array" or unset, got {value!r}')
-
-
-def _check_make_kwargs(_inst: Any, _attr: Any, value: Any) -> None:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ConfigError(f"[gym] make_kwargs must be a table of keyword arguments, got {value!r}")
-    reserved = {"max_episode_steps", "render_mode"} & set(value)
-    if reserved:
-        raise ConfigError(f"[gym] make_kwargs must not set {sorted(reserved)[0]!r}; use the [gym] key of that name")
-
-
-@attrs.frozen
-class GymConfig:
-    """The ``[gym]`` section of a run's config."""
-
-    #: "sync": every copy steps in this process; "async": one worker process per copy.
-    vectorization: str = attrs.field(default="sync", validator=_check_vectorization)
-    #: Overrides the episode step limit of the registered id (``None``: keep it).
-    max_episode_steps: int | None = attrs.field(default=None, validator=_check_max_episode_steps)
-    #: Passed to ``gymnasium.make``; "rgb_array" enables ``render()``.
-    render_mode: str | None = attrs.field(default=None, validator=_check_render_mode)
-    #: Extra keyword arguments for ``gymnasium.make`` (e.g. ``{continuous = true}``).
-    make_kwargs: dict = attrs.field(factory=dict, validator=_check_make_kwargs)
-
-
 def resolve_env_id(env_id: str) -> gymnasium.envs.registration.EnvSpec:
     """The registered spec of ``env_id`` (``module:`` prefix imported); ``ConfigError`` if unknown."""
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"the environment id must be a non-empty string, got {env_id!r}")
     module, name = split_env_id(env_id)
+    if is_ale_id(env_id):
+        try:
+            register_ale()  # only now: non-Atari runs and `rlengine plugins` never load the emulator
+        except ImportError as err:
+            raise missing_atari_error(env_id, err) from None
     if module:
         try:
             importlib.import_module(module)
@@ -181,7 +152,7 @@ class GymEnvironment(Environment):
         elif isinstance(config, Mapping):
             try:
                 config = GymConfig(**config)
-            except TypeError as err:
+            except (TypeError, ValueError) as err:
                 raise ConfigError(f"[gym] {err}") from None
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -203,7 +174,14 @@ class GymEnvironment(Environment):
             # Off-screen frames need no display; without this pygame (Gymnasium's
             # renderer) looks for one and prints an error on machines that have none.
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        thunk = functools.partial(make_env, env_id, spec if _picklable(spec) else None, kwargs)
+        atari = atari_settings(config, env_id, spec)
+        stack = atari.frame_stack if atari is not None else 1
+        self._stacked_frames = FrameStack(axis=-1, frames=stack) if stack > 1 else None
+        spec_arg = spec if _picklable(spec) else None
+        if atari is None:
+            thunk = functools.partial(make_env, env_id, spec_arg, kwargs)
+        else:
+            thunk = functools.partial(make_atari_env, env_id, spec_arg, kwargs, atari)
         env_fns = [thunk] * self.num_envs
         try:
             if config.vectorization == "sync":
@@ -260,6 +238,10 @@ class GymEnvironment(Environment):
 
     def action_spec(self) -> Any:
         return self._action_spec
+
+    def stacked_frames(self) -> Any:
+        """``FrameStack(-1, atari_frame_stack)`` for preprocessed Atari frames, else ``None``."""
+        return self._stacked_frames
 
     def reset(self) -> TimeStep:
         venv = self._live_venv()

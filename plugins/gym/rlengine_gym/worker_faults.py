@@ -95,3 +95,14 @@ def missing_dependency_error(env_id: str, error: ImportError | gymnasium.error.D
     module = getattr(error, "name", None) or str(error)
     return ConfigError(f"environment {env_id!r} needs the Python module {module!r}, which is not installed "
                        f"({type(error).__name__}: {error}); pip install the package that provides it")
+
+
+def missing_atari_error(env_id: str, error: ImportError) -> ConfigError:
+    """One line for an ``ALE/`` id when ale-py cannot be imported: what to install."""
+    from rlengine_gym.atari import ATARI_EXTRA
+
+    if getattr(error, "name", None) in (None, "ale_py"):
+        return ConfigError(f"environment {env_id!r} needs ale-py (the Atari emulator and its games), which is not "
+                           f"installed; install it with: {ATARI_EXTRA}")
+    return ConfigError(f"environment {env_id!r} needs ale-py, which cannot be imported ({type(error).__name__}: "
+                       f"{error}); reinstall it with: {ATARI_EXTRA}")

@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 import tensorflow as tf
 
-from rlengine import ConfigError, ObservationTransformer, SpecMismatchError
+from rlengine import ConfigError, ObservationTransformer, SpecMismatchError, action_mask_of
 from rlengine_transformers.specs import flatten_like, number, plain, with_changes
 
 
@@ -38,6 +38,15 @@ class NormalizeConfig:
 
 def _is_float(spec: tf.TensorSpec) -> bool:
     return spec.dtype.is_floating
+
+
+def _normalized(observation_spec: Any) -> list:
+    """Per flattened leaf: whether it is normalised. Float leaves are, except an ``action_mask``
+    (its zeros mean "illegal" and must stay zeros)."""
+    flags = tf.nest.map_structure(_is_float, observation_spec)
+    if action_mask_of(flags) is not None:
+        flags = {**flags, "action_mask": False}
+    return tf.nest.flatten(flags)
 
 
 def _moments(x: Any, spec: tf.TensorSpec) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -81,8 +90,8 @@ class Normalize(ObservationTransformer):
     def __init__(self, observation_spec: Any, config: NormalizeConfig):
         super().__init__(observation_spec, config)
         #: Per flattened leaf: whether it is normalised.
-        self._float_mask = [_is_float(s) for s in tf.nest.flatten(observation_spec)]
-        self._float_specs = float_specs = [s for s in tf.nest.flatten(observation_spec) if _is_float(s)]
+        self._float_mask = _normalized(observation_spec)
+        self._float_specs = float_specs = [s for s, f in zip(tf.nest.flatten(observation_spec), self._float_mask) if f]
         if not float_specs:
             raise ConfigError(
                 f"normalize: the observation has no float leaves (spec {observation_spec}); "
@@ -99,7 +108,9 @@ class Normalize(ObservationTransformer):
 
     @property
     def output_spec(self) -> Any:
-        return tf.nest.map_structure(lambda s: with_changes(s) if _is_float(s) else s, plain(self.input_spec))
+        spec = plain(self.input_spec)
+        leaves = [with_changes(s) if f else s for s, f in zip(tf.nest.flatten(spec), self._float_mask)]
+        return tf.nest.pack_sequence_as(spec, leaves)
 
     def _float_leaves(self, observation: Any) -> list:
         """The float leaves of ``observation``, in the order of ``mean`` and ``var``."""

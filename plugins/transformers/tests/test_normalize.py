@@ -132,3 +132,18 @@ def test_remote_updates_merge_as_if_seen_here(rng):
     np.testing.assert_allclose(mean, rows.mean(0), rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(var, rows.var(0), rtol=1e-6)
     assert count == len(rows)
+
+
+def test_an_action_mask_leaf_is_never_normalized():
+    import tensorflow as tf
+
+    from rlengine_transformers.normalize import Normalize, NormalizeConfig
+
+    spec = {"action_mask": tf.TensorSpec([3], tf.float32), "obs": tf.TensorSpec([2], tf.float32)}
+    normalize = Normalize(spec, NormalizeConfig())
+    batch = {"action_mask": tf.constant([[1.0, 0.0, 1.0]] * 4), "obs": tf.random.normal([4, 2]) * 5 + 3}
+    normalize.update(batch)
+    out, _ = normalize.transform(batch, None, ())
+    assert out["action_mask"].numpy().tolist() == [[1.0, 0.0, 1.0]] * 4
+    assert abs(float(tf.reduce_mean(out["obs"]))) < 1.0  # the other float leaf is standardised
+    assert len(normalize.mean) == 1

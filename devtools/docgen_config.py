@@ -166,6 +166,32 @@ def plugin_sections() -> Iterator[tuple[str, str, str, type]]:
                 yield entry.name, kind, distribution[entry.plugin], classes[entry.name]
 
 
+def preset_rows() -> Iterator[tuple[str, str, int]]:
+    """``(name, source, budget)`` of every first-party preset: the first line of its file's header comment,
+    and its ``train.num_env_steps``."""
+    from rlengine.config import Preset, read_toml
+    from rlengine.plugin.manager import build_plugins
+
+    plugins = build_plugins()
+    plugins.raise_failures()
+    distribution = {info.name: info.distribution for info in plugins.infos}
+    for entry in sorted(plugins.registries.presets, key=lambda e: e.name):
+        if distribution.get(entry.plugin) in FIRST_PARTY_DISTRIBUTIONS:
+            preset = Preset(entry.name, str(entry.obj), entry.plugin)
+            yield entry.name, preset.summary(), read_toml(preset.path)["train"]["num_env_steps"]
+
+
+def presets_table() -> list[str]:
+    lines = ["## Presets", "",
+             "`rlengine train --algorithm A --env E` without a config file starts from the preset `A/E` when a",
+             "plugin registered one (`--no-preset`: every key's default instead; [configuration](configuration.md#presets)).",
+             "The first-party ones, each a TOML file in `plugins/algorithms/rlengine_algorithms/presets/` whose",
+             "header says what could not be translated:", "",
+             "| preset | source | budget (env steps) |", "|---|---|---|"]
+    lines += [f"| `{name}` | {table_cell(source)} | {budget:,} |" for name, source, budget in preset_rows()]
+    return lines + [""]
+
+
 def config_reference() -> str:
     lines = ["# Configuration reference", "",
              "Every key of the engine's sections and of every first-party plugin's section, generated",
@@ -176,4 +202,4 @@ def config_reference() -> str:
         lines += section_table(f"`[{name}]`", f"The engine's `{cls.__name__}` (`{cls.__module__}`).", cls)
     for name, kind, dist, cls in plugin_sections():
         lines += section_table(f"`[{name}]`", f"The {kind} `{name}` of `{dist}` (`{cls.__name__}`).", cls)
-    return "\n".join(lines)
+    return "\n".join(lines + presets_table())

@@ -37,11 +37,19 @@ class ListPlugins(Command):
         return 1 if plugins.failures else 0
 
 
+#: A kind with more names than this is shown as a count (``presets: 24``): ``--json`` lists every name.
+MAX_NAMES_SHOWN = 8
+
+
 def print_plugin_table(rows: list) -> None:
     table = [("plugin", "distribution", "version", "registers")]
     for r in rows:
-        registers = "; ".join(f"{k.plural}: {', '.join(r[k.plural])}" for k in KINDS if r[k.plural]) or "(hooks only)"
+        registers = "; ".join(f"{k.plural}: {_names(r[k.plural])}" for k in KINDS if r[k.plural]) or "(hooks only)"
         table.append((r["name"], r["distribution"], r["version"], registers))
     widths = [max(len(row[i]) for row in table) for i in range(3)]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3])
+
+
+def _names(names: list) -> str:
+    return ", ".join(names) if len(names) <= MAX_NAMES_SHOWN else f"{len(names)} (--json lists them)"

@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 import attrs
 
-from rlengine.config import DEFAULT_CONFIG, TrainConfig, apply_overrides, read_toml
+from rlengine.config import TrainConfig, apply_overrides, starting_config
 from rlengine.errors import RLEngineError
 
 #: Measured on the project's 2-core machine (docs/seeds.md): 3 PPO CartPole seeds of 20k env steps finished
@@ -84,14 +84,36 @@ def check_flags(args: argparse.Namespace, overrides: list) -> None:
 
 
 # -- the config the children will run ----------------------------------------------------
+def with_preset(args: argparse.Namespace, overrides: list) -> argparse.Namespace:
+    """``args``, with the preset the run would start from (:func:`rlengine.config.starting_config`) as its config.
+
+    The parent chooses once and says so in one line; each child is then handed
+    the preset's file as its config, so every seed trains the same settings
+    (and its log's header names the file). Without a preset the children get
+    no config, and ``--no-preset`` if this command has it.
+    """
+    if args.config or getattr(args, "no_preset", False):
+        return args
+    plugins = getattr(args, "plugins", None)
+    if plugins is None:
+        from rlengine.plugin.manager import build_plugins  # no TensorFlow
+
+        plugins = build_plugins(disabled=args.disable_plugin)
+    _, preset = starting_config(None, overrides, plugins.registries.presets)
+    if preset is None:
+        return args
+    print(preset.announcement(), flush=True)
+    return argparse.Namespace(**{**vars(args), "config": preset.path})
+
+
 def effective_train(config: Optional[str], overrides: list) -> dict:
     """The ``[train]`` table as :class:`rlengine.Engine` will read it, with TrainConfig's defaults filled in.
 
-    Like the engine: the embedded demo config unless a file is given or the
+    Like the engine given no presets (:func:`with_preset` has made a chosen
+    preset the config): the embedded demo config unless a file is given or the
     overrides choose another algorithm or env (then the defaults alone).
     """
-    chooses = any(o.split("=", 1)[0].strip() in ("train.algorithm", "train.env") for o in overrides)
-    raw = read_toml(config) if config else ({} if chooses else read_toml(DEFAULT_CONFIG))
+    raw, _ = starting_config(config or None, overrides)
     train = apply_overrides(raw, overrides).get("train")
     defaults = {f.name: f.default for f in attrs.fields(TrainConfig)
                 if not isinstance(f.default, attrs.Factory)}  # type: ignore[arg-type]  # Factory is a class
@@ -201,6 +223,8 @@ def child_argv(args: argparse.Namespace, overrides: list, seed: int, run_dir: st
     words.append("train")
     if args.config:
         words.append(args.config)
+    elif getattr(args, "no_preset", False):
+        words.append("--no-preset")
     words += ["--seed", str(seed), "--root-dir", run_dir]
     for item in overrides:
         words += ["--set", item]

@@ -28,6 +28,9 @@ class Train(Command):
         t.add_argument("--num-env-steps", type=int, help="env-step budget (train.num_env_steps)")
         t.add_argument("--seed", type=int, help="run seed (train.seed)")
         t.add_argument("--root-dir", help="where logs, metrics.jsonl, config and checkpoints go")
+        t.add_argument("--no-preset", action="store_true",
+                       help="without a config file: start from every key's default, not from the preset a plugin "
+                            "registered for --algorithm and --env (rlengine plugins lists the presets)")
         t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                        help="override any config key, e.g. --set ppo.learning_rate=3e-4")
         t.add_argument("--eager", action="store_true", help="run everything eagerly (debugging)")
@@ -44,11 +47,14 @@ class Train(Command):
         if args.seeds is not None or args.jobs is not None:  # a parent of one child process per seed
             from rlengine.commands.seed_processes import train_seeds
 
-            return train_seeds(args, train_overrides(args, skip=seeds.PER_SEED_FLAGS))
+            overrides = train_overrides(args, skip=seeds.PER_SEED_FLAGS)
+            return train_seeds(seeds.with_preset(args, overrides), overrides)
         from rlengine.run.engine import Engine
 
         engine = Engine(args.config, train_overrides(args), plugins=getattr(args, "plugins", None),
-                        disabled_plugins=args.disable_plugin, force=args.force)
+                        disabled_plugins=args.disable_plugin, force=args.force, use_preset=not args.no_preset)
+        if engine.preset is not None:
+            print(engine.preset.announcement(), flush=True)
         cfg = engine.config.train
         say_on_a_terminal(f"rlengine: building {cfg.algorithm} on {cfg.env} ({cfg.num_envs} copies) and tracing "
                           "its first iteration")

@@ -8,7 +8,8 @@ from rlengine.config.loading import (
     parse_value,
     read_toml,
 )
+from rlengine.config.presets import Preset, starting_config
 from rlengine.config.schema import CORE_SECTIONS, RENAMED_KEYS, RunConfig, TrainConfig
 
-__all__ = ["CORE_SECTIONS", "DEFAULT_CONFIG", "RENAMED_KEYS", "RunConfig", "TrainConfig", "apply_overrides",
-           "build_config", "make_section", "parse_value", "read_toml"]
+__all__ = ["CORE_SECTIONS", "DEFAULT_CONFIG", "RENAMED_KEYS", "Preset", "RunConfig", "TrainConfig", "apply_overrides",
+           "build_config", "make_section", "parse_value", "read_toml", "starting_config"]

@@ -7,7 +7,7 @@ from TOML and overrides.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import attrs
 
@@ -82,11 +82,46 @@ class RunConfig:
         return self.sections.get(name) or config_class()
 
     def to_dict(self) -> dict:
+        """Section -> key -> value; unset keys (None) are left out, as TOML has no null."""
         out = {"train": _asdict(self.train)}
         out.update({name: _asdict(cfg) for name, cfg in sorted(self.sections.items())})
         return out
 
+    def with_default_sections(self, classes: Mapping[str, type]) -> "RunConfig":
+        """This config plus a section of defaults for each ``name -> config class`` it has no section for.
 
+        Classes without keys (``NoConfig``) add nothing, and neither does one
+        that cannot be made without values (a required key): the run reads
+        that section, and says what is wrong, where it always did.
+        """
+        added = {}
+        for name, cls in classes.items():
+            if name in self.sections or not attrs.has(cls) or not attrs.fields(cls):
+                continue
+            try:
+                added[name] = cls()
+            except (TypeError, ValueError):
+                continue
+        return attrs.evolve(self, sections={**self.sections, **added}) if added else self
+
+    def to_toml(self, comments: Iterable[str] = ()) -> str:
+        """The config as TOML text, ``comments`` first (one ``#`` line each).
+
+        A key that is unset (None) cannot be written, TOML having no null: it
+        is a ``# key: unset`` comment at the top of its section, so the file
+        still names every key; reading the file back leaves it unset.
+        """
+        import tomli_w
+
+        parts = ["".join(f"# {line}\n" for line in comments)]
+        tables = {"train": self.train, **dict(sorted(self.sections.items()))}
+        for name, cfg in tables.items():
+            header = tomli_w.dumps({name: {"key": 0}}).partition("\n")[0]  # [name], quoted if need be
+            text = tomli_w.dumps({name: _asdict(cfg)})
+            body = text[len(header) + 1:] if text.startswith(header + "\n") else text  # only sub-tables: no header
+            unset = [f"# {k}: unset" for k, v in attrs.asdict(cfg, recurse=False).items() if v is None]
+            parts.append("\n".join([header, *unset, body]).rstrip("\n") + "\n")
+        return "\n".join(parts).lstrip("\n")
 
 
 def _asdict(cfg: Any) -> dict:

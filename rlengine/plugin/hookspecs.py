@@ -115,7 +115,20 @@ def rlengine_register_networks(register: Register) -> None:
     """
 
 
+@hookspec
+def rlengine_register_presets(register: Register) -> None:
+    """Register presets: tuned settings of one algorithm on one environment, as a TOML config file.
 
+    Called once when the plugin manager is built. ``register(name, path)``
+    takes a unique name ``"<algorithm>/<env id>"`` (e.g. ``"sac/Pendulum-v1"``)
+    and the :class:`pathlib.Path` of a whole config whose ``[train]`` sets that
+    ``algorithm`` and ``env`` (a ``str`` would be read as a ``"module:attribute"``
+    reference to such a path). The file is read only when a run uses it:
+    ``rlengine train --algorithm A --env E`` without a config file starts from
+    the preset ``A/E``, its flags and ``--set`` overrides on top, unless
+    ``--no-preset`` is given. A plugin may ship presets for algorithms or
+    environments of other plugins. The return value is ignored.
+    """
 
 
 @hookspec

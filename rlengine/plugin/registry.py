@@ -48,6 +48,8 @@ KINDS = (
     Kind("callback", "callbacks", None, True),
     # encoders: observation nest -> features; algorithms name them in their config
     Kind("network", "networks", "rlengine.api.network:Encoder", True),
+    # tuned settings of an "<algorithm>/<env id>" pair: the pathlib.Path of a TOML config (rlengine.config.presets)
+    Kind("preset", "presets", None, False),
 )
 KIND_NAMES = tuple(kind.name for kind in KINDS)
 KIND_BY_NAME = {kind.name: kind for kind in KINDS}

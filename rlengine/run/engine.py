@@ -19,14 +19,14 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 import attrs
 import numpy as np
 import tensorflow as tf
-import tomli_w
 
 from rlengine.api import seeding as run_random
 from rlengine.api.run import Run
-from rlengine.config import DEFAULT_CONFIG, RunConfig, apply_overrides, build_config, read_toml
+from rlengine.config import RunConfig, apply_overrides, build_config
+from rlengine.config.presets import Preset, naming_preset, starting_config
 from rlengine.errors import RLEngineError
 from rlengine.plugin.manager import Plugins, build_plugins
-from rlengine.run.build import Components, build_components, check_names, config_classes
+from rlengine.run.build import Components, build_components, check_names, config_classes, environment_class
 from rlengine.run.callbacks import RunCallbacks
 from rlengine.run.checkpoint_choice import LATEST, CheckpointChoiceError, Choice, chosen_checkpoint, parse_choice
 from rlengine.run.checkpoints import check_resumable, newest_checkpoint
@@ -43,8 +43,12 @@ class Engine:
     ``config`` is a raw dict of TOML sections (``{"train": {...}, "ppo":
     {...}}``), a path to a TOML file, or ``None``: then the embedded demo
     (PPO tuned for CartPole-v1) unless the overrides choose another
-    ``train.algorithm`` or ``train.env``, in which case every setting starts
-    from its default. ``overrides`` are ``section.key=value`` strings.
+    ``train.algorithm`` or ``train.env``: then the settings start from the
+    preset a plugin registered for that pair (:attr:`preset`; none with
+    ``use_preset=False``), else from every key's default. ``overrides`` are
+    ``section.key=value`` strings, applied on top. :attr:`config` has a
+    section, defaults filled in, for every plugin the run uses, and that is
+    what ``config.toml`` lists.
 
     Training into a root dir that holds checkpoints resumes from the newest
     complete one (docs/resume.md); a root dir whose ``config.toml`` differs
@@ -55,28 +59,31 @@ class Engine:
 
     def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
                  *, disabled_plugins: Iterable[str] = (), extra_plugins: Iterable[tuple[str, Any]] = (),
-                 plugins: Optional[Plugins] = None, force: bool = False):
+                 plugins: Optional[Plugins] = None, force: bool = False, use_preset: bool = True):
         overrides = list(overrides)
         self.force = force  # resume a root dir even if its config.toml differs (``rlengine train --force``)
-        if config is None and not _chooses_algorithm_or_env(overrides):
-            raw = read_toml(DEFAULT_CONFIG)  # the demo: PPO tuned for CartPole-v1
-        elif config is None:
-            raw = {}  # another algorithm or env: start from the engine's and plugins' own defaults
-        elif isinstance(config, (str, os.PathLike)):
-            raw = read_toml(str(config))
-        else:
-            raw = dict(config)
-        raw = apply_overrides(raw, list(overrides))
         self.plugins = plugins or build_plugins(disabled=disabled_plugins, extra_plugins=extra_plugins)
         self.plugins.raise_failures()
-        config_obj = build_config(raw, config_classes(self.plugins))
-        self.config: RunConfig = self.plugins.call_chained("rlengine_configure", "config", config_obj,
-                                                           expect=RunConfig)
-        check_names(self.config, self.plugins)
+        raw, preset = starting_config(config, overrides, self.plugins.registries.presets if use_preset else None)
+        #: the preset the settings start from; None: a config was given, the demo, or no preset for the pair
+        self.preset: Optional[Preset] = preset
+        with naming_preset(self.preset):
+            config_obj = build_config(apply_overrides(raw, overrides), config_classes(self.plugins))
+            configured = self.plugins.call_chained("rlengine_configure", "config", config_obj, expect=RunConfig)
+            check_names(configured, self.plugins)
+        self.config: RunConfig = configured.with_default_sections(used_sections(configured, self.plugins))
 
     @classmethod
     def from_toml(cls, path: str, overrides: Iterable[str] = (), **kwargs: Any) -> "Engine":
         return cls(path, overrides, **kwargs)
+
+    def config_comments(self) -> list[str]:
+        """The header of the run's ``config.toml``: what it lists, and the preset its settings came from."""
+        lines = ["The settings of this run: every section it uses, every key with its effective value (defaults",
+                 "filled in). An unset key (no value; TOML has no null) is a '# key: unset' comment."]
+        if self.preset is not None:
+            lines.append(f"Settings from {self.preset.origin()}, overrides on top.")
+        return lines
 
     def train(self) -> TrainResult:
         """Train until the step budget or the target return; returns the result.
@@ -93,7 +100,8 @@ class Engine:
         cfg = self.config.train
         root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
         with claimed(root_dir) as run_dir:  # one writer; a start refused inside leaves the dir as it was
-            check_resumable(root_dir, self.config.to_dict(), self.force, default_values(self.config))
+            with naming_preset(self.preset):
+                check_resumable(root_dir, self.config.to_dict(), self.force, default_values(self.config))
             return self._train_claimed(run_dir, start)
 
     def _train_claimed(self, run_dir: RunDirectory, start: float) -> TrainResult:
@@ -111,7 +119,7 @@ class Engine:
         error: Optional[BaseException] = None
 
         def started() -> None:  # the build and the checkpoint fit: now the run is known to start
-            run_dir.mark_started(tomli_w.dumps(self.config.to_dict()))
+            run_dir.mark_started(self.config.to_toml(self.config_comments()))
             # what rlengine.load needs to rebuild the policy without an environment
             write_specs(root_dir, components.specs.raw_time_step, components.specs.action)
 
@@ -184,8 +192,6 @@ class Engine:
         else ``train.env_provider`` (e.g. ``"gym"`` for a Gymnasium id); it is
         also the environment's config section.
         """
-        from rlengine.run.build import environment_class
-
         return environment_class(self.config, self.plugins)
 
     def newest_checkpoint(self, checkpoint: Choice = LATEST) -> Optional[str]:
@@ -212,8 +218,25 @@ class Engine:
             return None
 
 
-def _chooses_algorithm_or_env(overrides: list) -> bool:
-    return any(o.split("=", 1)[0].strip() in ("train.algorithm", "train.env") for o in overrides)
+def used_sections(config: RunConfig, plugins: Plugins) -> dict[str, type]:
+    """Section -> config class of every plugin ``[train]`` names: the algorithm (and the encoder its ``encoder``
+    key names), environment, pipeline, transformers and writers.
+
+    Not the callbacks: ``[train]`` does not name them, so their sections are
+    listed only when the config sets them. A run directory's ``config.toml``
+    thus stays readable (``rlengine eval``, ``rlengine.load``) where a plugin
+    of callbacks only is not installed.
+    """
+    cfg, reg = config.train, plugins.registries
+    algorithm = reg.algorithms.get(cfg.algorithm).obj
+    env_name, env_class = environment_class(config, plugins)
+    used = [(cfg.algorithm, algorithm), (env_name, env_class), (cfg.pipeline, reg.pipelines.get(cfg.pipeline).obj)]
+    encoder = getattr(config.section(cfg.algorithm, algorithm.config_class), "encoder", None)
+    if isinstance(encoder, str) and encoder in reg.networks:
+        used.append((encoder, reg.networks.get(encoder).obj))
+    used += [(name, reg.transformers.get(name).obj) for name in cfg.transformers]
+    used += [(name, reg.writers.get(name).obj) for name in cfg.writers]
+    return {name: cls.config_class for name, cls in used if getattr(cls, "config_class", None) is not None}
 
 
 def default_root_dir(algorithm: str, env: str) -> str:

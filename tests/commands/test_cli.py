@@ -202,7 +202,10 @@ def test_plugins_table_lists_distributions_and_names(capsys):
     assert gym.endswith("environments: gym")
     algorithms = next(line for line in lines if line.startswith("algorithms "))
     assert algorithms.split()[:3] == ["algorithms", "rlengine-algorithms", md.version("rlengine-algorithms")]
-    assert algorithms.endswith("algorithms: ac, dqn, ppo, sac, td3")
+    assert "  algorithms: ac, dqn, ppo, sac, td3; " in algorithms
+    from rlengine_algorithms.presets import preset_files
+
+    assert algorithms.endswith(f"; presets: {len(preset_files())} (--json lists them)")  # too many to name
     builtins = next(line for line in lines if line.startswith("builtin-distributions "))
     assert builtins.split()[1] == "rlengine" and "distributions: bernoulli, categorical" in builtins
     assert err == ""
@@ -346,8 +349,9 @@ class StopEngine:
 
     calls: list = []
 
-    def __init__(self, config, overrides=(), *, plugins=None, disabled_plugins=(), force=False):
+    def __init__(self, config, overrides=(), *, plugins=None, disabled_plugins=(), force=False, use_preset=True):
         StopEngine.calls.append((config, list(overrides), list(disabled_plugins)))
+        StopEngine.use_preset = use_preset
         StopEngine.plugins = plugins
         raise ConfigError("stopped before building anything")
 
@@ -382,6 +386,13 @@ def test_train_uses_the_plugins_the_cli_built(capsys, recorded_engine):
 
     assert isinstance(StopEngine.plugins, rlengine.plugin.manager.Plugins)  # built once, for parsing too
     assert "gym" not in {info.name for info in StopEngine.plugins.infos}
+
+
+def test_no_preset_reaches_the_engine(capsys, recorded_engine):
+    run_main(capsys, "train", "--algorithm", "toy")
+    assert StopEngine.use_preset is True
+    run_main(capsys, "train", "--algorithm", "toy", "--no-preset")
+    assert StopEngine.use_preset is False
 
 
 def test_train_flag_values_are_taken_literally(capsys, recorded_engine):

@@ -491,7 +491,8 @@ def test_configure_hook_returning_none_keeps_the_config():
     engine = _engine(tiny_config(seed=5), extra=[("recorder", recorder)])
 
     assert recorder.calls == ["configure"]
-    assert engine.config == build_config(tiny_config(seed=5), {})
+    # plus the environment's section of defaults, as every section the run uses is listed (tests/config/test_presets.py)
+    assert engine.config == build_config(tiny_config(seed=5), {}).with_default_sections({"counting": CountingConfig})
 
 
 def test_configure_hook_can_refuse_the_config():

@@ -207,7 +207,8 @@ def test_registries_have_one_registry_per_kind():
     registries = Registries()
 
     assert [k.name for k in KINDS] == ["algorithm", "environment", "transformer", "writer", "pipeline",
-                                       "distribution", "command", "callback", "network"]
+                                       "distribution", "command", "callback", "network",
+                                       "preset"]
     assert [registries[k.name].kind for k in KINDS] == list(KINDS)
     assert registries.pipelines is registries["pipeline"] and registries.commands is registries["command"]
     assert registries.algorithms is registries["algorithm"]
@@ -240,6 +241,6 @@ def test_registered_by_reports_each_kind():
     assert plugins.registered_by("testing") == {
         "algorithms": ["toy", "toy-q"], "environments": ["counting", "faulty", "masked", "pixels", "pixels-dict"],
         "transformers": [], "writers": ["memory"], "distributions": [], "pipelines": [], "commands": [], "callbacks": [],
-        "networks": [],
+        "networks": [], "presets": [],
     }
     assert plugins.registered_by("nobody") == {k.plural: [] for k in KINDS}

@@ -1,10 +1,12 @@
-"""Registers the first-party algorithms and encoders through the public hooks.
+"""Registers the first-party algorithms, encoders and tuned presets through the public hooks.
 
-Each is a ``"module:Class"`` string, imported (with TensorFlow) on first use
-only, so ``rlengine plugins`` and ``--help`` stay quick.
+Each class is a ``"module:Class"`` string, imported (with TensorFlow) on first
+use only, so ``rlengine plugins`` and ``--help`` stay quick; each preset is the
+path of a TOML file, read only by the run that uses it.
 """
 
 from rlengine import hookimpl
+from rlengine_algorithms.presets import register_presets
 
 #: The rlengine API (hooks and interfaces) this plugin is written against: 1.4 added the network hook.
 RLENGINE_API_VERSION = "1.4"
@@ -38,3 +40,8 @@ def rlengine_register_algorithms(register):
 def rlengine_register_networks(register):
     for name, reference in ENCODERS.items():
         register(name, reference)
+
+
+@hookimpl
+def rlengine_register_presets(register):
+    register_presets(register)

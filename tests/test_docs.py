@@ -63,7 +63,8 @@ def test_config_reference_matches_the_config_classes():
 
 @pytest.mark.first_party
 def test_config_reference_gives_every_key_a_type_a_default_and_a_meaning():
-    rows = [line for line in config_reference().splitlines() if line.startswith("| ") and not line.startswith("| key")]
+    sections = config_reference().split("\n## Presets\n")[0]  # the presets table that ends the page has no keys
+    rows = [line for line in sections.splitlines() if line.startswith("| ") and not line.startswith("| key")]
     assert rows
     for row in rows:
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
@@ -135,7 +136,8 @@ GENERATED = {os.path.basename(p) for p in (HOOKS_PAGE, CLI_PAGE, CONFIG_PAGE)}  
 PLUGIN_PAGE_FILES = {"setup.py", "tests/test_my_plugin.py",
                      *(f"my_plugin/{m}.py" for m in ("plugin", "algorithm", "qlearner", "optimizers", "environment",
                                                      "transformer", "writer", "distributions", "pipeline", "command",
-                                                     "checks", "callback"))}
+                                                     "checks", "callback", "encoder")),
+                     "my_plugin/presets/vpg_linewalk.toml"}
 #: The other Python examples, each run by the test named here.
 OTHER_EXAMPLES = {"quickstart.md": ["test_quickstart_python_example_runs"],
                   "predict.md": ["test_predict_page_example_runs[0]", "test_predict_page_example_runs[1]"]}
@@ -156,13 +158,16 @@ def example_pages() -> list[str]:
 
 
 def plugin_page_files() -> dict[str, str]:
-    """File path -> source, for every Python block of docs/plugins.md whose first line is ``# <path>``."""
+    """File path -> source, for every Python block of docs/plugins.md whose first line is ``# <path>``, and
+    every TOML block whose first line is ``# my_plugin/<path>.toml`` (that line is not part of the file)."""
     files = {}
     for block in python_blocks("plugins.md"):
         match = re.match(r"# ([\w/]+\.py)\n", block)
         assert match, f"a Python block of docs/plugins.md does not start with '# <file>': {block[:80]!r}"
         assert match.group(1) not in files, f"docs/plugins.md has two blocks for {match.group(1)}"
         files[match.group(1)] = block
+    page = _read(os.path.join(DOCS_DIR, "plugins.md"))
+    files.update({path: body for path, body in re.findall(r"```toml\n# (my_plugin/[\w/]+\.toml)\n(.*?)```", page, re.S)})
     return files
 
 
@@ -273,9 +278,11 @@ def test_plugins_page_examples_register_and_train_together(my_plugin, tmp_path, 
                                extra_plugins=[("my-plugin", my_plugin)]).registered_by("my-plugin")
     expected = {"algorithms": ["qlearn", "vpg"], "environments": ["linewalk"], "transformers": ["scale_by_max"],
                 "writers": ["csv"], "distributions": ["laplace"], "pipelines": ["round_robin"], "commands": ["score"],
-                "callbacks": ["slow_iterations"]}
+                "callbacks": ["slow_iterations"], "networks": ["fourier"], "presets": ["vpg/linewalk"]}
     assert set(expected) == {kind.plural for kind in KINDS}, "docs/plugins.md needs a worked example of every kind"
     assert registered == expected
+    tuned = rlengine.Engine(None, ["train.algorithm=vpg", "train.env=linewalk"], extra_plugins=[("my-plugin", my_plugin)])
+    assert tuned.preset.name == "vpg/linewalk" and tuned.config.sections["vpg"].learning_rate == 0.05
 
     root = tmp_path / "run"
     raw = {"train": dict(algorithm="vpg", env="linewalk", transformers=["scale_by_max"], writers=["csv"],
@@ -489,3 +496,24 @@ def test_predict_page_example_runs(predict_run, block):
     from tests.run.test_load_predict import run_documented_examples
 
     run_documented_examples("docs/predict.md", predict_run, only=block)
+
+
+def test_encoder_example_builds_its_features_from_the_spec(my_package):
+    import tensorflow as tf
+    from my_plugin.encoder import Fourier, FourierConfig
+
+    encoder = Fourier({"a": tf.TensorSpec([3]), "b": tf.TensorSpec([2, 2])}, FourierConfig(features=5))
+    features = encoder({"a": tf.zeros([7, 3]), "b": tf.ones([7, 2, 2])})
+    assert encoder.output_size == 10 and features.shape == (7, 10)
+    assert encoder.trainable_variables == ()  # the frequencies are drawn once, never trained
+
+
+@pytest.mark.first_party
+def test_encoder_example_trains_the_first_party_ppo(my_plugin, tmp_path):
+    raw = {"train": dict(algorithm="ppo", env="CartPole-v1", num_envs=8, unroll_length=32, num_env_steps=12_288,
+                         eval_interval=16, num_eval_episodes=4, writers=[], checkpoint_seconds=0,
+                         root_dir=str(tmp_path / "run")),
+           "ppo": {"encoder": "fourier", "learning_rate": 1e-3, "num_epochs": 10, "mini_batch_size": 256},
+           "fourier": {"features": 32, "scale": 0.5}}
+    result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin)]).train()
+    assert result.eval_return > 100  # random play averages about 22; this run reaches about 140

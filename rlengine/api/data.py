@@ -79,8 +79,16 @@ class Experience(NamedTuple):
 
 
 class LossInfo(NamedTuple):
-    """What ``train_complete`` reports: the scalar loss and named extra scalars."""
+    """What ``train_complete`` reports: the scalar loss, its named terms and diagnostics.
+
+    ``extra`` holds the terms the loss is made of (summarised as
+    ``loss/<name>``); ``diagnostics`` holds scalars that watch training
+    without being optimised, such as explained variance, value or Q
+    estimates, entropy, a temperature or a learning rate (summarised as
+    ``diagnostics/<name>``). Both are averaged over an iteration's updates.
+    """
 
     loss: Any  # scalar tensor that was differentiated
-    extra: dict  # name -> scalar tensor, written to the summaries as-is
+    extra: dict  # name -> scalar tensor: the loss terms
     priority: Any = ()  # [B] new priorities of the sampled sequences (prioritized replay only)
+    diagnostics: dict = {}  # name -> scalar tensor; the default is shared, so the core never mutates it

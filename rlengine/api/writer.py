@@ -8,7 +8,7 @@ The trainer writes a flat dict of scalars per summary::
     writer.flush()
     writer.close()
 
-Keys are namespaced (``train/``, ``eval/``, ``loss/``, ``time/``, ...);
+Keys are namespaced (``train/``, ``eval/``, ``loss/``, ``diagnostics/``, ``time/``, ...);
 ``iteration``, ``env_steps`` and ``wall_time`` are always present.
 
 Writers are built before the run is known to start (its checkpoint may not

@@ -23,6 +23,10 @@ recurrent ones (``needs_time_dimension``) see whole sequences, and
 ``train_step`` runs in a ``tf.while_loop`` over time, resetting the state
 where a step is FIRST. All loops are graph loops, so tracing cost does not
 grow with their number.
+
+Both calls return the averages over their updates of every ``LossInfo``
+scalar: ``loss/total``, ``loss/<name>`` of each ``extra`` term and
+``diagnostics/<name>`` of each diagnostic.
 """
 
 from __future__ import annotations
@@ -237,7 +241,7 @@ class Learner:
 
 def _scalars(loss: LossInfo) -> tuple:
     """The summed parts of a LossInfo (per-sample priorities are not averaged)."""
-    return (loss.loss, dict(loss.extra))
+    return (loss.loss, dict(loss.extra), dict(loss.diagnostics))
 
 
 def _add(totals: tuple, loss: LossInfo) -> tuple:
@@ -245,8 +249,10 @@ def _add(totals: tuple, loss: LossInfo) -> tuple:
 
 
 def _averages(totals: tuple, count: Any) -> dict:
+    """The summary scalars: loss terms under ``loss/``, what only watches training under ``diagnostics/``."""
     count = tf.cast(count, tf.float32)
-    loss, extra = totals
+    loss, extra, diagnostics = totals
     out = {"loss/total": loss / count}
     out.update({f"loss/{k}": v / count for k, v in extra.items()})
+    out.update({f"diagnostics/{k}": v / count for k, v in diagnostics.items()})
     return out

@@ -72,6 +72,9 @@ class BatchInfo(NamedTuple):
     advantage: tf.Tensor
     ret: tf.Tensor
     mask: tf.Tensor  # 1 where the row starts a real transition
+    #: the whole batch's explained variance, repeated on every row: minibatches see only some rows,
+    #: and the diagnostic (as SB3 and CleanRL report it) is of the batch, once per iteration
+    explained_variance: tf.Tensor
 
 
 class TrainInfo(NamedTuple):
@@ -107,6 +110,22 @@ def gae(reward, discount, step_type, value, gamma: float, lam: float):
 
     advantage = tf.scan(step, (delta, carries), initializer=tf.zeros_like(delta[0]), reverse=True)
     return advantage, advantage + value[:-1]
+
+
+def explained_variance(ret, value, mask):
+    """``1 - Var[ret - value] / Var[ret]`` over the rows where ``mask`` is 1.
+
+    1: the values predict the returns exactly; 0: no better than the returns' mean; below 0: worse.
+    NaN when the returns do not vary (undefined, as in SB3 and CleanRL).
+    """
+    count = tf.maximum(tf.reduce_sum(mask), 1.0)
+
+    def variance(x):
+        centred = x - tf.reduce_sum(x * mask) / count
+        return tf.reduce_sum(tf.square(centred) * mask) / count
+
+    var_ret = variance(ret)
+    return tf.where(var_ret > 0, 1.0 - tf.math.divide_no_nan(variance(ret - value), var_ret), float("nan"))
 
 
 class ActorCritic(Algorithm):
@@ -164,14 +183,16 @@ class ActorCritic(Algorithm):
         rows = tf.nest.map_structure(lambda t: t[:-1], exp._replace(rollout_info=()))
         old_log_prob = info.dist.log_prob(self.head.unoffset_action(exp.action))[:-1]
         mask = tf.cast(exp.step_type[:-1] != StepType.LAST, tf.float32)
-        return rows._replace(rollout_info=BatchInfo(old_log_prob, info.value[:-1], advantage, ret, mask))
+        # with the values from collection, the ones the advantages were computed with
+        ev = tf.fill(tf.shape(mask), explained_variance(ret, info.value[:-1], mask))
+        return rows._replace(rollout_info=BatchInfo(old_log_prob, info.value[:-1], advantage, ret, mask, ev))
 
     def train_step(self, exp: Experience, state) -> PolicyStep:
         dist, value, state = self._evaluate(exp.observation, state)
         return PolicyStep((), state, TrainInfo(dist, value, self.head.unoffset_action(exp.action), exp.rollout_info))
 
     def policy_loss(self, log_prob, advantage, batch: BatchInfo):
-        """Per-row policy loss; PPO replaces it with the clipped surrogate."""
+        """Per-row policy loss and per-row diagnostics; PPO replaces it with the clipped surrogate."""
         return -log_prob * advantage, {}
 
     def value_loss(self, value, batch: BatchInfo):
@@ -191,13 +212,15 @@ class ActorCritic(Algorithm):
                 centred = advantage - mean(advantage)
                 advantage = centred / (tf.sqrt(mean(tf.square(centred))) + 1e-8)
             log_prob = info.dist.log_prob(info.action)
-            pg, extra = self.policy_loss(log_prob, advantage, batch)
+            pg, per_row = self.policy_loss(log_prob, advantage, batch)
             policy_loss, value_loss = mean(pg), mean(self.value_loss(info.value, batch))
             entropy = mean(info.dist.entropy())
             loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
         grads, norm = tf.clip_by_global_norm(grads, cfg.max_grad_norm)
-        extra = {"policy": policy_loss, "value": value_loss, "entropy": entropy, "grad_norm": norm,
-                 "learning_rate": self.optimizer.learning_rate, **{k: mean(v) for k, v in extra.items()}}
-        return LossInfo(loss, extra), list(zip(grads, variables))
+        terms = {"policy": policy_loss, "value": value_loss, "entropy": entropy}
+        diagnostics = {"explained_variance": tf.reduce_mean(batch.explained_variance), "value": mean(info.value),
+                       "grad_norm": norm, "learning_rate": self.optimizer.learning_rate,
+                       **{k: mean(v) for k, v in per_row.items()}}
+        return LossInfo(loss, terms, diagnostics=diagnostics), list(zip(grads, variables))

@@ -293,13 +293,13 @@ class DQN(OffPolicyAlgorithm):
         variables = self.trained
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, variables), cfg.max_grad_norm)
         q_mean = tf.reduce_sum(q * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-        extra = {"q": q_mean, "grad_norm": norm, "epsilon": self.epsilon()}
+        diagnostics = {"q": q_mean, "grad_norm": norm, "epsilon": self.epsilon()}
         priority = ()
         if self.prioritized_replay:
             error = tf.abs(td) * mask
             mean = tf.reduce_sum(error, axis=0) / tf.maximum(tf.reduce_sum(mask, axis=0), 1.0)
             priority = 0.9 * tf.reduce_max(error, axis=0) + 0.1 * mean  # [B], one per sequence
-        return LossInfo(loss, extra, priority), list(zip(grads, variables))
+        return LossInfo(loss, {}, priority, diagnostics), list(zip(grads, variables))
 
     def train_complete(self, tape, info: DQNInfo, weight=None):
         if self.recurrent:
@@ -310,6 +310,6 @@ class DQN(OffPolicyAlgorithm):
             loss = weighted_mean(huber(td, cfg.huber_delta), info.mask, weight)
         variables = self.trained
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, variables), cfg.max_grad_norm)
-        extra = {"q": weighted_mean(info.q, info.mask), "grad_norm": norm, "epsilon": self.epsilon()}
+        diagnostics = {"q": weighted_mean(info.q, info.mask), "grad_norm": norm, "epsilon": self.epsilon()}
         priority = tf.abs(td) * info.mask if self.prioritized_replay else ()
-        return LossInfo(loss, extra, priority), list(zip(grads, variables))
+        return LossInfo(loss, {}, priority, diagnostics), list(zip(grads, variables))

@@ -161,7 +161,8 @@ class SAC(OffPolicyAlgorithm):
         grads_and_vars = []
         for loss, (_, variables) in zip((actor_loss, critic_loss, alpha_loss), self.optimizers):  # same order
             grads_and_vars += zip(tape.gradient(loss, variables), variables)
-        extra = {"critic": critic_loss, "actor": actor_loss, "alpha_loss": alpha_loss, "alpha": alpha,
-                 "entropy": -weighted_mean(info.log_prob, info.mask), "q": weighted_mean(info.q[0], info.mask)}
+        terms = {"critic": critic_loss, "actor": actor_loss, "alpha_loss": alpha_loss}
+        diagnostics = {"alpha": alpha, "entropy": -weighted_mean(info.log_prob, info.mask),
+                       "q": weighted_mean(info.q[0], info.mask)}
         priority = tf.reduce_mean(tf.abs(td), 0) * info.mask if self.prioritized_replay else ()
-        return LossInfo(critic_loss + actor_loss + alpha_loss, extra, priority), grads_and_vars
+        return LossInfo(critic_loss + actor_loss + alpha_loss, terms, priority, diagnostics), grads_and_vars

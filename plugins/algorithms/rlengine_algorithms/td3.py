@@ -146,9 +146,10 @@ class TD3(OffPolicyAlgorithm):
         grads_and_vars = []
         for loss, (_, variables) in zip((actor_loss, critic_loss), self.optimizers):  # same order
             grads_and_vars += zip(tape.gradient(loss, variables), variables)
-        extra = {"critic": critic_loss, "actor": actor_loss, "q": weighted_mean(info.q[0], info.mask)}
+        terms = {"critic": critic_loss, "actor": actor_loss}
+        diagnostics = {"q": weighted_mean(info.q[0], info.mask)}
         priority = tf.reduce_mean(tf.abs(td), 0) * info.mask if self.prioritized_replay else ()
-        return LossInfo(critic_loss + actor_loss, extra, priority), grads_and_vars
+        return LossInfo(critic_loss + actor_loss, terms, priority, diagnostics), grads_and_vars
 
     def apply_group(self, optimizer, grads_and_vars):
         if optimizer is not self.actor_optimizer or self.config.policy_delay == 1:

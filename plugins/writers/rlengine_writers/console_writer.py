@@ -4,11 +4,13 @@ On a terminal it draws a tqdm progress bar over env steps (steps/s, ETA,
 latest episode return and evaluation return). When stderr is a file or a
 pipe (batch jobs, CI) a bar would fill the log with carriage returns, so it
 prints plain lines instead, at most one every ``print_interval_secs``;
-rows with evaluation results are always printed.
+rows with evaluation results are always printed. Both show the critic's
+explained variance too when the algorithm reports it (PPO and A2C do).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import Any, Mapping, Optional
@@ -20,6 +22,7 @@ from rlengine import SummaryWriter
 from rlengine_writers.values import to_number
 
 MODES = ("auto", "bar", "lines")
+EXPLAINED_VARIANCE = "diagnostics/explained_variance"  # how well the critic predicts the returns (1 is best)
 
 
 def _non_negative_number(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -63,6 +66,7 @@ class ConsoleWriter(SummaryWriter):
         # Latest values, kept between the rows that carry them.
         self._return: Optional[float] = None
         self._eval: Optional[str] = None
+        self._explained: Optional[float] = None
         # Bar mode: created on the first row (see _update_bar).
         self._bar: Optional[tqdm] = None
         # Lines mode: (monotonic time, env_steps) of the last line, the speed
@@ -102,6 +106,9 @@ class ConsoleWriter(SummaryWriter):
         episode_return = to_number(metrics.get("train/episode_return"))
         if episode_return is not None:
             self._return = episode_return
+        explained = to_number(metrics.get(EXPLAINED_VARIANCE))
+        if explained is not None and math.isfinite(explained):  # NaN: the returns did not vary, nothing to show
+            self._explained = explained
         if not any(key.startswith("eval/") for key in metrics):
             return False
         average = to_number(metrics.get("eval/average_return"))
@@ -127,6 +134,8 @@ class ConsoleWriter(SummaryWriter):
                 desc="train",
             )
         postfix = [f"return={_fmt(self._return)}"] if self._return is not None else []
+        if self._explained is not None:
+            postfix.append(f"expl_var={self._explained:.2f}")
         if self._eval is not None:
             postfix.append(f"eval={self._eval}")
         self._bar.set_postfix_str(", ".join(postfix), refresh=False)
@@ -166,4 +175,6 @@ class ConsoleWriter(SummaryWriter):
                 parts.append(f"ETA {tqdm.format_interval(max(total - steps, 0) / self._rate)}")
         if self._return is not None:
             parts.append(f"return {_fmt(self._return)}")
+        if self._explained is not None:
+            parts.append(f"expl var {self._explained:.2f}")
         return " | ".join(parts)

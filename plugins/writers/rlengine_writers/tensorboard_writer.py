@@ -1,7 +1,7 @@
 """The ``tensorboard`` writer: every numeric metric as a scalar summary.
 
 Events go to ``<root_dir>/tensorboard``, one tag per key (``train/...``,
-``loss/...``, ``eval/...``; TensorBoard groups them by prefix), at step
+``loss/...``, ``diagnostics/...``, ``eval/...``; TensorBoard groups them by prefix), at step
 ``env_steps`` so runs with different batch sizes line up. ``iteration``,
 ``env_steps`` and ``wall_time`` index the rows and are not written; the
 event files keep their own wall time. The event file is created at the

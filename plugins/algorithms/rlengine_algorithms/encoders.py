@@ -95,25 +95,38 @@ class NatureCNNConfig:
     scale_uint8: bool = True  # divide uint8 pixels by 255 (other dtypes are only cast to float32)
 
 
-class NatureCNN(Encoder):
-    """Conv 32 8x8/4, 64 4x4/2, 64 3x3/1 (VALID), flatten, dense ``features``, ReLU (Mnih et al. 2015)."""
+class ImageEncoder(Encoder):
+    """Base of the single-image encoders: the image leaf's pixels, then ``self.torso`` (made by ``build``)."""
 
-    config_class = NatureCNNConfig
+    registered_as = ""
 
     def __init__(self, observation_spec, config=None, name: str = "encoder"):
         super().__init__(observation_spec, config, name)
-        config = config or NatureCNNConfig()
-        self.pixels = Pixels(image_spec(observation_spec, "nature_cnn"), config.scale_uint8)
-        if not nature_fits(self.pixels.hwc):
-            raise ConfigError(f"encoder 'nature_cnn' needs images of at least 36x36 pixels (its 8x8/4, 4x4/2, 3x3/1 "
-                              f"kernels), got shape {self.pixels.shape}; use encoder = \"impala_cnn\" or \"mlp\"")
+        config = config or self.config_class()
+        self.pixels = Pixels(image_spec(observation_spec, self.registered_as), config.scale_uint8)
         with self.name_scope:
-            self.torso = NatureTorso(self.pixels.hwc, config.features)
+            self.torso = self.build(self.pixels, config)
         self.output_size = config.features
+
+    def build(self, pixels: Pixels, config) -> tf.Module:
+        raise NotImplementedError
 
     def __call__(self, observation):
         (image,) = tf.nest.flatten(without_action_mask(observation))
         return self.torso(self.pixels(image))
+
+
+class NatureCNN(ImageEncoder):
+    """Conv 32 8x8/4, 64 4x4/2, 64 3x3/1 (VALID), flatten, dense ``features``, ReLU (Mnih et al. 2015)."""
+
+    config_class = NatureCNNConfig
+    registered_as = "nature_cnn"
+
+    def build(self, pixels: Pixels, config) -> tf.Module:
+        if not nature_fits(pixels.hwc):
+            raise ConfigError(f"encoder 'nature_cnn' needs images of at least 36x36 pixels (its 8x8/4, 4x4/2, 3x3/1 "
+                              f"kernels), got shape {pixels.shape}; use encoder = \"impala_cnn\" or \"mlp\"")
+        return NatureTorso(pixels.hwc, config.features)
 
 
 @attrs.define(kw_only=True)
@@ -126,22 +139,14 @@ class ImpalaCNNConfig:
     scale_uint8: bool = True  # divide uint8 pixels by 255 (other dtypes are only cast to float32)
 
 
-class ImpalaCNN(Encoder):
+class ImpalaCNN(ImageEncoder):
     """The IMPALA residual CNN (Espeholt et al. 2018): works on any image size (SAME padding)."""
 
     config_class = ImpalaCNNConfig
+    registered_as = "impala_cnn"
 
-    def __init__(self, observation_spec, config=None, name: str = "encoder"):
-        super().__init__(observation_spec, config, name)
-        config = config or ImpalaCNNConfig()
-        self.pixels = Pixels(image_spec(observation_spec, "impala_cnn"), config.scale_uint8)
-        with self.name_scope:
-            self.torso = ImpalaTorso(self.pixels.hwc, config.channels, config.features)
-        self.output_size = config.features
-
-    def __call__(self, observation):
-        (image,) = tf.nest.flatten(without_action_mask(observation))
-        return self.torso(self.pixels(image))
+    def build(self, pixels: Pixels, config) -> tf.Module:
+        return ImpalaTorso(pixels.hwc, config.channels, config.features)
 
 
 @attrs.define(kw_only=True)

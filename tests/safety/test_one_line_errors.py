@@ -199,19 +199,6 @@ def test_environment_that_cannot_be_made(cli, tmp_path):
 
 
 @pytest.mark.first_party
-def test_lunar_lander_without_box2d_names_the_pip_extra(cli, tmp_path):
-    try:
-        import Box2D  # noqa: F401
-        pytest.skip("Box2D is installed")
-    except ImportError:
-        pass
-    status, err = cli(*tiny_train(tmp_path / "run", env="LunarLander-v3"))
-    assert status == 2
-    the_error_line(err, "environment 'LunarLander-v3' cannot be made: Box2D is not installed",
-                   'install it with: pip install swig && pip install "gymnasium[box2d]"')
-
-
-@pytest.mark.first_party
 def test_environment_module_that_is_not_installed(cli, tmp_path):
     import gymnasium
 

@@ -33,12 +33,9 @@ from rlengine_gym.atari_wrappers import (
     StackFrames,
     fire_action,
 )
-from rlengine_gym.worker import make_env, split_env_id
+from rlengine_gym.worker import entry_point_module, make_env, split_env_id
 
-__all__ = ["ATARI_EXTRA", "AtariSettings", "is_ale_id", "make_atari_env", "missing_atari_module", "register_ale"]
-
-#: What to install for Atari.
-ATARI_EXTRA = 'pip install "rlengine-gym[atari]"'
+__all__ = ["AtariSettings", "is_ale_id", "make_atari_env", "missing_atari_module", "register_ale"]
 
 #: Python modules the Atari envs and their preprocessing import, with the package that provides each.
 _MODULES = {"ale_py": "ale-py", "cv2": "opencv-python-headless"}
@@ -64,9 +61,7 @@ def is_ale_id(env_id: str) -> bool:
 
 def is_ale_spec(spec: gymnasium.envs.registration.EnvSpec) -> bool:
     """Whether a registered spec builds an ale-py env (``ALE/`` and the legacy v0/v4 ids alike)."""
-    entry_point = spec.entry_point
-    module = entry_point if isinstance(entry_point, str) else getattr(entry_point, "__module__", "")
-    return module.split(".")[0].split(":")[0] == "ale_py"
+    return entry_point_module(spec).split(".")[0] == "ale_py"
 
 
 def missing_atari_module(with_preprocessing: bool) -> tuple[str, str] | None:

@@ -10,7 +10,8 @@ import gymnasium
 import numpy as np
 
 from rlengine import ConfigError
-from rlengine_gym.atari import ATARI_EXTRA, AtariSettings, is_ale_id, is_ale_spec, missing_atari_module
+from rlengine_gym.atari import AtariSettings, is_ale_id, is_ale_spec, missing_atari_module
+from rlengine_gym.worker_faults import install_command
 
 __all__ = ["GymConfig", "atari_settings"]
 
@@ -99,7 +100,8 @@ def atari_settings(config: GymConfig, env_id: str, spec: gymnasium.envs.registra
     missing = missing_atari_module(with_preprocessing=True)
     if missing is not None:
         raise ConfigError(f"the Atari preprocessing of {env_id!r} needs {missing[1]} (module {missing[0]!r}), "
-                          f"which is not installed; install it with: {ATARI_EXTRA} (or set atari = false in [gym])")
+                          f"which is not installed; install it with: {install_command('atari')} "
+                          f"(or set atari = false in [gym])")
     if "frameskip" in config.make_kwargs:
         raise ConfigError("[gym] make_kwargs must not set 'frameskip' with the Atari preprocessing; use "
                           "atari_frame_skip (or atari = false for the env's own frame skipping)")

@@ -19,7 +19,6 @@ import difflib
 import functools
 import importlib
 import multiprocessing
-import os
 import pickle
 import sys
 from collections.abc import Mapping
@@ -35,9 +34,8 @@ from rlengine_gym import spaces as space_utils
 from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
 from rlengine_gym.atari import is_ale_id, make_atari_env, register_ale
 from rlengine_gym.config import GymConfig, atari_settings
-from rlengine_gym.worker import make_env, quiet_worker, split_env_id
+from rlengine_gym.worker import entry_point_module, make_env, quiet_worker, split_env_id
 from rlengine_gym.worker_faults import (
-    missing_atari_error,
     missing_dependency_error,
     terminate_workers,
     worker_faults,
@@ -61,7 +59,7 @@ def resolve_env_id(env_id: str) -> gymnasium.envs.registration.EnvSpec:
         try:
             register_ale()  # only now: non-Atari runs and `rlengine plugins` never load the emulator
         except ImportError as err:
-            raise missing_atari_error(env_id, err) from None
+            raise missing_dependency_error(env_id, err, "ale_py") from None
     if module:
         try:
             importlib.import_module(module)
@@ -127,6 +125,16 @@ def _main_module_hidden(hide: bool):
         main.__spec__ = saved_spec
 
 
+def _draws_in_workers(spec: gymnasium.envs.registration.EnvSpec, config: GymConfig) -> bool:
+    """Whether the copies must run in worker processes to render: MuJoCo frames (``rgb_array``).
+
+    MuJoCo draws with OpenGL, which without a GPU is Mesa's llvmpipe; its LLVM clashes with
+    the one TensorFlow loads into this process (with ``RTLD_GLOBAL``) and the process crashes
+    at the first frame. Worker processes have no TensorFlow.
+    """
+    return config.render_mode == "rgb_array" and entry_point_module(spec).startswith("gymnasium.envs.mujoco.")
+
+
 def _picklable(obj: Any) -> bool:
     try:
         pickle.dumps(obj)
@@ -170,10 +178,6 @@ class GymEnvironment(Environment):
             kwargs["max_episode_steps"] = int(config.max_episode_steps)
         if config.render_mode is not None:
             kwargs["render_mode"] = config.render_mode
-        if config.render_mode == "rgb_array":
-            # Off-screen frames need no display; without this pygame (Gymnasium's
-            # renderer) looks for one and prints an error on machines that have none.
-            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         atari = atari_settings(config, env_id, spec)
         stack = atari.frame_stack if atari is not None else 1
         self._stacked_frames = FrameStack(axis=-1, frames=stack) if stack > 1 else None
@@ -183,8 +187,9 @@ class GymEnvironment(Environment):
         else:
             thunk = functools.partial(make_atari_env, env_id, spec_arg, kwargs, atari)
         env_fns = [thunk] * self.num_envs
+        self.vectorization = "async" if _draws_in_workers(spec, config) else config.vectorization
         try:
-            if config.vectorization == "sync":
+            if self.vectorization == "sync":
                 self._venv = SyncVectorEnv(env_fns, copy=False, autoreset_mode=AutoresetMode.NEXT_STEP)
             else:
                 hide_main = not _workers_need_main(thunk)
@@ -200,7 +205,7 @@ class GymEnvironment(Environment):
         except TypeError as err:
             raise ConfigError(f"cannot make environment {env_id!r} with arguments {kwargs}: {err}") from None
         except (gymnasium.error.DependencyNotInstalled, ImportError) as err:  # LunarLander without Box2D, ...
-            raise missing_dependency_error(env_id, err) from err
+            raise missing_dependency_error(env_id, err, entry_point_module(spec)) from err
 
         try:
             self._build_specs()
@@ -350,7 +355,7 @@ class GymEnvironment(Environment):
     @property
     def handles_step_timeout(self) -> bool:
         """Whether this env enforces ``step_timeout`` itself (only worker processes can be waited for)."""
-        return self.config.vectorization == "async"
+        return self.vectorization == "async"
 
     def _step_venv(self, action: Any) -> tuple:
         venv = self._venv
@@ -393,5 +398,5 @@ class GymEnvironment(Environment):
     def __repr__(self) -> str:
         return (
             f"GymEnvironment({self.env_id!r}, num_envs={self.num_envs}, seed={self.seed}, "
-            f"first_env_id={self.first_env_id}, vectorization={self.config.vectorization!r})"
+            f"first_env_id={self.first_env_id}, vectorization={self.vectorization!r})"
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import os
 import signal
 from typing import Any
 
@@ -19,7 +20,8 @@ from gymnasium.vector.async_vector_env import _async_worker
 
 from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
 
-__all__ = ["import_plugin_modules", "make_env", "quiet_worker", "split_env_id"]
+__all__ = ["entry_point_module", "import_plugin_modules", "make_env", "quiet_worker", "render_off_screen",
+           "split_env_id"]
 
 _plugin_modules_imported = False
 
@@ -50,6 +52,8 @@ def make_env(env_id: str, spec: gymnasium.envs.registration.EnvSpec | None, make
     entry-point group and the ``module:`` part of the id are imported first,
     so that plugins register the id in this process too.
     """
+    if make_kwargs.get("render_mode") == "rgb_array":
+        render_off_screen()
     if spec is not None:
         return gymnasium.make(spec, **make_kwargs)
     import_plugin_modules()
@@ -57,6 +61,27 @@ def make_env(env_id: str, spec: gymnasium.envs.registration.EnvSpec | None, make
     if module:
         importlib.import_module(module)
     return gymnasium.make(name, **make_kwargs)
+
+
+def render_off_screen() -> None:
+    """Point Gymnasium's renderers at off-screen drawing where there is no display (a user's setting stays).
+
+    Called in each process that makes a copy (worker processes too), before its first frame.
+    """
+    # pygame (classic control, Box2D) otherwise looks for a display and prints an error where there is none.
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        # MuJoCo's renderer tries GLFW first, which without a display gives a broken context rather
+        # than an error, so it never falls back; EGL draws without one.
+        os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def entry_point_module(spec: gymnasium.envs.registration.EnvSpec) -> str:
+    """The module of a registered spec's entry point (``gymnasium.envs.box2d.lunar_lander``), "" if unknown."""
+    entry_point = spec.entry_point
+    if isinstance(entry_point, str):
+        return entry_point.partition(":")[0]
+    return getattr(entry_point, "__module__", None) or ""
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:

@@ -85,8 +85,28 @@ def terminate_workers(venv: AsyncVectorEnv) -> None:
     venv.close(terminate=True)
 
 
-def missing_dependency_error(env_id: str, error: ImportError | gymnasium.error.DependencyNotInstalled) -> ConfigError:
-    """One line naming what to install: Gymnasium's own advice (it names the pip extra), else the module."""
+#: The extras of this package by the module (prefix) of the entry points they serve, matched by module
+#: rather than by id so every id of those envs is covered: (what the envs need, the extra, its main module).
+_EXTRAS = {
+    "ale_py": ("ale-py (the Atari emulator and its games)", "atari", "ale_py"),
+    "gymnasium.envs.box2d": ("Box2D", "box2d", "Box2D"),
+    "gymnasium.envs.mujoco": ("MuJoCo", "mujoco", "mujoco"),
+}
+
+
+def install_command(extra: str) -> str:
+    """What to run for an extra of this package: ``pip install "rlengine-gym[box2d]"``."""
+    return f'pip install "rlengine-gym[{extra}]"'
+
+
+def missing_dependency_error(env_id: str, error: ImportError | gymnasium.error.DependencyNotInstalled,
+                             entry_module: str = "") -> ConfigError:
+    """One line naming what to install: the extra of this package for envs of ``entry_module`` (the module
+    of the id's entry point), else Gymnasium's own advice, else the missing module."""
+    extra = next((found for prefix, found in _EXTRAS.items()
+                  if entry_module == prefix or entry_module.startswith(prefix + ".")), None)
+    if extra is not None:
+        return _missing_extra_error(env_id, error, *extra)
     if isinstance(error, gymnasium.error.DependencyNotInstalled):
         advice = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         pip = re.findall(r"pip install [^`'\n]+", advice)
@@ -97,12 +117,14 @@ def missing_dependency_error(env_id: str, error: ImportError | gymnasium.error.D
                        f"({type(error).__name__}: {error}); pip install the package that provides it")
 
 
-def missing_atari_error(env_id: str, error: ImportError) -> ConfigError:
-    """One line for an ``ALE/`` id when ale-py cannot be imported: what to install."""
-    from rlengine_gym.atari import ATARI_EXTRA
-
-    if getattr(error, "name", None) in (None, "ale_py"):
-        return ConfigError(f"environment {env_id!r} needs ale-py (the Atari emulator and its games), which is not "
-                           f"installed; install it with: {ATARI_EXTRA}")
-    return ConfigError(f"environment {env_id!r} needs ale-py, which cannot be imported ({type(error).__name__}: "
-                       f"{error}); reinstall it with: {ATARI_EXTRA}")
+def _missing_extra_error(env_id: str, error: BaseException, needs: str, extra: str, main_module: str) -> ConfigError:
+    # Gymnasium raises DependencyNotInstalled from the ImportError, which names the module.
+    cause = error.__cause__ if isinstance(error, gymnasium.error.DependencyNotInstalled) else error
+    fix = install_command(extra)
+    if isinstance(cause, ImportError) and not isinstance(cause, ModuleNotFoundError):  # there, but broken
+        detail = " ".join(str(cause).split())
+        return ConfigError(f"environment {env_id!r} needs {needs}, which cannot be imported "
+                           f"({type(cause).__name__}: {detail}); reinstall it with: {fix}")
+    missing = (getattr(cause, "name", None) or main_module).split(".")[0]
+    what = needs if missing == main_module else f"the module {missing!r} (part of the {extra} extra)"
+    return ConfigError(f"environment {env_id!r} needs {what}, which is not installed; install it with: {fix}")

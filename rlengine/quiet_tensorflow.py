@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import sys
 import tempfile
+import threading
 from typing import Iterator
 
 #: Lines TensorFlow's C++ runtime writes at start-up: absl log lines ("I0000 00:00:...") and the
@@ -77,7 +79,7 @@ def import_tensorflow() -> None:
     if hide_matplotlib:
         sys.modules["matplotlib"] = None  # type: ignore[assignment]
     try:
-        with quiet_stderr():
+        with quiet_stderr(), _ctrl_c_stays_an_interruption():
             import tensorflow as tf
             import tensorflow_probability  # noqa: F401
 
@@ -87,3 +89,28 @@ def import_tensorflow() -> None:
     finally:
         if hide_matplotlib and sys.modules.get("matplotlib", 0) is None:
             del sys.modules["matplotlib"]
+
+
+@contextlib.contextmanager
+def _ctrl_c_stays_an_interruption():
+    """Ctrl-C while TensorFlow loads can surface as an ImportError from inside its import (seen on a
+    loaded machine: "initialization failed"); it is an interruption, not a broken install."""
+    interrupted: list = []
+    in_main = threading.current_thread() is threading.main_thread()
+    default = in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # keep an inherited SIG_IGN
+
+    def on_sigint(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    if default:
+        signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    except ImportError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        if default:
+            signal.signal(signal.SIGINT, signal.default_int_handler)

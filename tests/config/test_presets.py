@@ -49,7 +49,7 @@ def engine(path: Path, config=None, overrides=(), **kwargs) -> Engine:
 
 
 # -- choosing ---------------------------------------------------------------------------
-def test_a_pair_with_a_preset_starts_from_it_and_the_overrides_apply_on_top(tmp_path):
+def test_register_presets_hook_a_pair_with_a_preset_starts_from_it_and_the_overrides_apply_on_top(tmp_path):
     run = engine(preset_file(tmp_path), overrides=["train.num_envs=2"])
 
     assert run.preset.name == "toy/counting" and run.preset.plugin == "my-presets"

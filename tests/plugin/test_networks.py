@@ -82,7 +82,7 @@ def _engine(tmp_path, plugin=None, **sections):
     return Engine(raw, extra_plugins=[("testing", testing_plugin()), ("networks", plugin or NetworksPlugin())])
 
 
-def test_an_encoder_registered_by_a_plugin_is_built_with_its_section_and_trains(tmp_path):
+def test_register_networks_hook_an_encoder_is_built_with_its_section_and_trains(tmp_path):
     ScaleEncoder.calls = 0
     plugin = NetworksPlugin()
     result = _engine(tmp_path, plugin, scale={"width": 5}).train()

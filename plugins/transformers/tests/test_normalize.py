@@ -136,7 +136,6 @@ def test_remote_updates_merge_as_if_seen_here(rng):
 
 def test_an_action_mask_leaf_is_never_normalized():
     import tensorflow as tf
-
     from rlengine_transformers.normalize import Normalize, NormalizeConfig
 
     spec = {"action_mask": tf.TensorSpec([3], tf.float32), "obs": tf.TensorSpec([2], tf.float32)}

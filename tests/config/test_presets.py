@@ -60,6 +60,7 @@ def test_register_presets_hook_a_pair_with_a_preset_starts_from_it_and_the_overr
     assert run.preset.summary() == "Tuned by hand for the counting env"
 
 
+@pytest.mark.first_party  # the default writers come from rlengine-writers
 def test_no_preset_gives_every_keys_default(tmp_path):
     run = engine(preset_file(tmp_path), use_preset=False)
 

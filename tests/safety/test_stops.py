@@ -288,7 +288,9 @@ def test_sigint_while_the_async_pipelines_environment_hangs_stops_with_a_checkpo
     start = time.monotonic()
     with pytest.raises(TrainingInterrupted) as info:
         engine.train()
-    assert time.monotonic() - start < 12  # the abandoned env thread is given the pipeline's 3 s join timeout
+    # the abandoned env thread is given the pipeline's 3 s join timeout: about 6 s on a quiet machine, 14 s seen
+    # under tox -p 3 on a slow day; without the stop it would wait out the 40 s hang
+    assert time.monotonic() - start < 25
     assert info.value.checkpoint.endswith("ckpt-2")
 
 

@@ -7,7 +7,8 @@ On-policy, one :meth:`Learner.train` call (one ``tf.function`` call) runs::
         for minibatch in shuffled(batch, algorithm.mini_batch_size):
             update(minibatch)
 
-From replay, one :meth:`Learner.train_from_replay` call runs::
+Off-policy, pipelines store each unroll with :meth:`Learner.store` (rows in time order into the
+buffer), and one :meth:`Learner.train_from_replay` call runs::
 
     for _ in range(num_updates):  # the pipeline's: num_updates_per_iteration, or one per env step when 0
         sequences, indices, weights = buffer.sample(mini_batch_size)   # [B, L]
@@ -26,7 +27,10 @@ grow with their number.
 
 Both calls return the averages over their updates of every ``LossInfo``
 scalar: ``loss/total``, ``loss/<name>`` of each ``extra`` term and
-``diagnostics/<name>`` of each diagnostic.
+``diagnostics/<name>`` of each diagnostic. With ``train.normalize_reward`` the learner's
+:class:`~rlengine.learn.reward_scale.RewardScale` observes each unroll (on-policy, in ``train``;
+from replay, in ``store``) and scales the rewards of what is trained on, never what is stored or
+reported; then ``diagnostics/reward_scale`` is the divisor.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters, params_spec
 from rlengine.collect.policy_step import reset_where_first
 from rlengine.errors import NonFiniteError
+from rlengine.learn.replay import rows_to_store
+from rlengine.learn.reward_scale import RewardScale
 
 
 def all_finite(tensors: list) -> Any:
@@ -72,11 +78,13 @@ def swap_leading(t: Any) -> Any:
 class Learner:
     """Runs the updates of one algorithm."""
 
-    def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, buffer: Any = None):
+    def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, buffer: Any = None,
+                 reward_scale: Optional[RewardScale] = None):
         self.algorithm = algorithm
         self.specs = specs
         self.converters = converters
         self.buffer = buffer
+        self.reward_scale = reward_scale
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
         # the NaN guard: updates skipped in a row, and what was not finite in the newest one
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
@@ -88,6 +96,9 @@ class Learner:
     # -- on-policy -------------------------------------------------------------
     def _train(self, experience: Experience) -> dict:
         """Preprocess ``[T + 1, B]`` experience and run every epoch of minibatch updates."""
+        if self.reward_scale is not None:  # row 0 repeats the previous unroll's last row: observed then
+            self.reward_scale.observe(tf.nest.map_structure(lambda x: x[1:], experience))
+            experience = self.reward_scale.scaled(experience)
         batch = self.algorithm.preprocess_experience(self._with_distributions(experience))
         spec = self.converters.spec_of(batch, outer_dims=2)
         flat = tf.nest.flatten(self.converters.to_params(batch))
@@ -114,9 +125,19 @@ class Learner:
 
         _, totals = tf.while_loop(lambda e, _: e < self.algorithm.num_epochs, epoch,
                                   (tf.constant(0), self._zero_totals()), parallel_iterations=1)
-        return _averages(totals, self.algorithm.num_epochs * num_minibatches)
+        return self._with_reward_scale(_averages(totals, self.algorithm.num_epochs * num_minibatches))
 
     # -- from replay -------------------------------------------------------------
+    def store(self, experience: Experience, begin: Any = 1) -> None:
+        """Add rows ``begin..T`` of a ``[T + 1, B]`` unroll to the buffer (in graph or eagerly).
+
+        Row 0 repeats the previous unroll's last row, so ``begin`` is 1 except for a copy's first
+        unroll. The buffer keeps raw rewards; the reward scale, if any, observes the same rows.
+        """
+        if self.reward_scale is not None:
+            self.reward_scale.observe(tf.nest.map_structure(lambda x: x[begin:], experience))
+        self.buffer.add(rows_to_store(experience, begin))
+
     def _train_from_replay(self, num_updates: Any) -> dict:
         """Sample and update ``num_updates`` times; returns the average losses."""
         algorithm = self.algorithm
@@ -124,6 +145,8 @@ class Learner:
         def one_update(i, totals):
             sample = self.buffer.sample(algorithm.mini_batch_size, algorithm.priority_beta)
             experience = tf.nest.map_structure(swap_leading, sample.experience)  # [L, B]
+            if self.reward_scale is not None:  # the buffer's rewards are raw: scaled as of now
+                experience = self.reward_scale.scaled(experience)
             batch = algorithm.preprocess_experience(self._with_distributions(experience))
             weight = sample.weights if algorithm.prioritized_replay else None
             if algorithm.needs_time_dimension:
@@ -140,7 +163,12 @@ class Learner:
 
         _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
                                   (tf.constant(0), self._zero_totals()), parallel_iterations=1)
-        return _averages(totals, num_updates)
+        return self._with_reward_scale(_averages(totals, num_updates))
+
+    def _with_reward_scale(self, summaries: dict) -> dict:
+        if self.reward_scale is not None:
+            summaries["diagnostics/reward_scale"] = self.reward_scale.std()
+        return summaries
 
     def _update_finite_priorities(self, indices: Any, priorities: Any) -> None:
         """New priorities for the sampled starts, unless one is not finite.

@@ -8,9 +8,10 @@ needs, prepares the specs once, then hands the prepared parts to it.
 from __future__ import annotations
 
 import pickle
-from typing import Any
+from typing import Any, Optional
 
 import attrs
+import tensorflow as tf
 
 from rlengine.api import Algorithm, Environment
 from rlengine.api.network import Encoders, encoders_in_scope
@@ -24,6 +25,7 @@ from rlengine.errors import ConfigError
 from rlengine.learn.learner import Learner
 from rlengine.learn.replay import ReplayBuffer
 from rlengine.learn.replay_frames import replay_frame_stacks
+from rlengine.learn.reward_scale import RewardScale
 from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
 from rlengine.run.evaluator import Evaluator
@@ -155,7 +157,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
         algorithm.build()
         buffer = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
-        learner = Learner(algorithm, specs, converters, buffer)
+        learner = Learner(algorithm, specs, converters, buffer, make_reward_scale(cfg, algorithm, specs))
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
                                   _collector_recipes(config, plugins))
@@ -173,6 +175,17 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             spec_env.close()
     return Components(eval_env, chain, algorithm, converters, specs, learner, evaluator, writer_objects,
                       pipeline, buffer)
+
+
+def make_reward_scale(cfg: Any, algorithm: Algorithm, specs: RunSpecs) -> Optional[RewardScale]:
+    """The learner's reward scale when ``train.normalize_reward`` is on (one scalar float reward per step)."""
+    if not cfg.normalize_reward:
+        return None
+    reward = specs.raw_time_step.reward
+    if not isinstance(reward, tf.TensorSpec) or reward.shape.rank != 0 or not reward.dtype.is_floating:
+        raise ConfigError(f"train.normalize_reward needs one float reward per step; environment {cfg.env!r} "
+                          f"gives {reward}: set train.normalize_reward = false")
+    return RewardScale(cfg.num_envs, getattr(algorithm.config, "gamma", 0.99), cfg.reward_clip)
 
 
 def build_acting(config: RunConfig, plugins: Plugins, raw_time_step_spec: Any,

@@ -229,6 +229,8 @@ def checkpointed_objects(components: Any, with_replay: bool = True) -> dict:
     """The trackable objects of a run a checkpoint holds, by key; the engine restores the same keys."""
     objects = dict(algorithm=components.algorithm, transformers=components.chain,
                    skipped_updates=components.learner.skipped_updates)  # a summary that should continue
+    if components.learner.reward_scale is not None:
+        objects["reward_scale"] = components.learner.reward_scale
     if components.buffer is not None and with_replay:
         objects["replay"] = components.buffer
     return objects

@@ -28,7 +28,6 @@ import tensorflow as tf
 from rlengine import ActingWeights, ConfigError
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.errors import WorkerError
-from rlengine.learn.replay import rows_to_store
 from rlengine_ray.config import RayConfig, runner_layout
 
 
@@ -207,7 +206,7 @@ class OffPolicyRayPipeline(RayPipeline):
         super().start()
 
     def _store(self, experience: Any, begin: Any) -> None:
-        self.buffer.add(rows_to_store(experience, begin))
+        self.learner.store(experience, begin)
 
     def _runner_restarted(self, r: int) -> None:
         """Cut the runner's stored episodes: its next unroll begins new ones, stored from row 0."""

@@ -30,7 +30,7 @@ from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.collect import env_state as env_state_lib
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.unroll import Carry
-from rlengine.learn.replay import ReplayBuffer, rows_to_store
+from rlengine.learn.replay import ReplayBuffer
 from rlengine.pipelines.sync.collector import Collector
 
 
@@ -172,7 +172,7 @@ class OffPolicyPipeline(SyncPipeline):
             # would be refused by deterministic runs
 
         def store() -> Any:
-            self.buffer.add(rows_to_store(experience))
+            self.learner.store(experience)
             return tf.constant(True)
 
         stored = tf.cond(kept, store, lambda: tf.constant(False))

@@ -28,7 +28,6 @@ import tensorflow as tf
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.collect.faults import EnvironmentFault, EnvironmentTimeout
 from rlengine.errors import WorkerError
-from rlengine.learn.replay import rows_to_store
 from rlengine.pipelines.threaded.config import AsyncConfig, thread_layout
 from rlengine.pipelines.threaded.coordinator import QUEUE_CLOSED, Coordinator
 from rlengine.pipelines.threaded.queues import RunQueues, Unroll
@@ -256,7 +255,7 @@ class AsyncPipeline(Pipeline):
     def _store(self, unroll: Unroll) -> Any:
         """Rows in time order, flattened; row 0 only the first time (later it repeats a stored row)."""
         begin = tf.where(self.first_row_stored[unroll.thread], 1, 0)
-        self.buffer.add(rows_to_store(unroll.experience, begin))
+        self.learner.store(unroll.experience, begin)
         marked = self.first_row_stored.scatter_nd_update([[unroll.thread]], [True])  # after the read above
         with tf.control_dependencies([marked]):
             return tf.constant(True)

@@ -14,7 +14,8 @@ _WHERE = {
     "ObservationTransformer": "transformer", "SummaryWriter": "writer", "Pipeline": "pipeline",
     "PipelineContext": "pipeline", "Iteration": "pipeline", "Command": "command",
     "Encoder": "network", "action_mask_of": "network", "without_action_mask": "network", "NoConfig": "noconfig",
-    "Run": "run", "RunSpecs": "specs", "BoundedTensorSpec": "specs",
+    "Run": "run", "RunSpecs": "specs", "BoundedTensorSpec": "specs", "on_device": "placement",
+    "actor_device": "placement",
 }
 
 __all__ = sorted(_WHERE)

@@ -60,6 +60,10 @@ class TrainConfig:
     # seconds an env step or reset may take before the run stops naming the env (no restart); 0: no limit
     env_step_timeout: float = attrs.field(default=60.0, validator=attrs.validators.ge(0.0))
     check_observations: bool = True  # stop, naming the env and copy, on a NaN or infinite observation or reward
+    # where the learner (the algorithm's variables and updates) runs, a TensorFlow device name such as "/GPU:0";
+    # empty: TensorFlow's choice. Environments and the replay buffer stay in host memory whatever it says
+    device: str = ""
+    actor_device: str = ""  # where the acting policy runs ("/CPU:0": the host); empty: where the learner runs
     # divide training rewards by a running std of each copy's discounted return (gamma: the algorithm's, else
     # 0.99), as VecNormalize's norm_reward; evaluation and reported returns stay in the game's units
     normalize_reward: bool = False

@@ -42,6 +42,7 @@ import tensorflow as tf
 from rlengine.api import Algorithm
 from rlengine.api import seeding as run_random
 from rlengine.api.data import Experience, LossInfo, Nest
+from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters, params_spec
 from rlengine.collect.policy_step import reset_where_first
@@ -79,12 +80,13 @@ class Learner:
     """Runs the updates of one algorithm."""
 
     def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, buffer: Any = None,
-                 reward_scale: Optional[RewardScale] = None):
+                 reward_scale: Optional[RewardScale] = None, device: str = ""):
         self.algorithm = algorithm
         self.specs = specs
         self.converters = converters
         self.buffer = buffer
         self.reward_scale = reward_scale
+        self.device = device  # train.device: every update's ops are placed there (the buffer stays on the host)
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
         # the NaN guard: updates skipped in a row, and what was not finite in the newest one
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
@@ -95,7 +97,11 @@ class Learner:
 
     # -- on-policy -------------------------------------------------------------
     def _train(self, experience: Experience) -> dict:
-        """Preprocess ``[T + 1, B]`` experience and run every epoch of minibatch updates."""
+        """Preprocess ``[T + 1, B]`` experience and run every epoch of minibatch updates (on ``train.device``)."""
+        with on_device(self.device):
+            return self._epochs(experience)
+
+    def _epochs(self, experience: Experience) -> dict:
         if self.reward_scale is not None:  # row 0 repeats the previous unroll's last row: observed then
             self.reward_scale.observe(tf.nest.map_structure(lambda x: x[1:], experience))
             experience = self.reward_scale.scaled(experience)
@@ -139,7 +145,11 @@ class Learner:
         self.buffer.add(rows_to_store(experience, begin))
 
     def _train_from_replay(self, num_updates: Any) -> dict:
-        """Sample and update ``num_updates`` times; returns the average losses."""
+        """Sample and update ``num_updates`` times (on ``train.device``); returns the average losses."""
+        with on_device(self.device):
+            return self._updates_from_replay(num_updates)
+
+    def _updates_from_replay(self, num_updates: Any) -> dict:
         algorithm = self.algorithm
 
         def one_update(i, totals):

@@ -16,6 +16,7 @@ import tensorflow as tf
 from rlengine.api import Algorithm, Environment
 from rlengine.api.network import Encoders, encoders_in_scope
 from rlengine.api.pipeline import CollectorRecipe, Pipeline, PipelineContext
+from rlengine.api.placement import HOST, checked_device, on_device
 from rlengine.api.specs import RunSpecs, check_nest
 from rlengine.collect.distributions import Converters
 from rlengine.collect.faults import GuardedEnvironment
@@ -150,14 +151,19 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
         env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed))  # remote collection
         raw_spec = env.time_step_spec()
-        chain, algorithm = build_acting(config, plugins, raw_spec, env.action_spec())
-        converters = Converters(reg.distributions)
-        check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, env.reset())
-        names: dict = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
-        specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
-        algorithm.build()
-        buffer = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
-        learner = Learner(algorithm, specs, converters, buffer, make_reward_scale(cfg, algorithm, specs))
+        device = checked_device("train.device", cfg.device)
+        checked_device("train.actor_device", cfg.actor_device)
+        with on_device(device):  # the algorithm's variables, optimizer slots and statistics: the learner's
+            chain, algorithm = build_acting(config, plugins, raw_spec, env.action_spec())
+            converters = Converters(reg.distributions)
+            check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, env.reset())
+            names: dict = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
+            specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
+            algorithm.build()
+            reward_scale = make_reward_scale(cfg, algorithm, specs)
+        with on_device(HOST):  # large, and sampling moves only a minibatch to the learner
+            buffer = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
+        learner = Learner(algorithm, specs, converters, buffer, reward_scale, device)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
                                   _collector_recipes(config, plugins))

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from rlengine.api import Algorithm, Environment
 from rlengine.api.data import Experience, Nest, TimeStep
+from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
 from rlengine.collect.env_caller import EnvCaller
@@ -24,13 +25,14 @@ class Collector:
     """Collects experience from one batched environment, one unroll per call."""
 
     def __init__(self, env: Environment, chain: TransformerChain, algorithm: Algorithm,
-                 specs: RunSpecs, converters: Converters, unroll_length: int):
+                 specs: RunSpecs, converters: Converters, unroll_length: int, device: str = ""):
         self.env = EnvCaller(env, specs.raw_time_step)
         self.chain = chain
         self.algorithm = algorithm
         self.specs = specs
         self.converters = converters
         self.unroll_length = unroll_length
+        self.device = device  # where the policy acts (train.actor_device); the env steps on the host
         self.batch = env.batch_size
         #: While True, actions are uniformly random (off-policy initial collection);
         #: the algorithm's rollout still runs, so the stored info keeps its spec.
@@ -41,10 +43,11 @@ class Collector:
         self.start = tf.function(self._start, autograph=False)
 
     def _act(self, raw: TimeStep, transformer_state: tuple, policy_state: Nest) -> tuple:
-        time_step, transformer_state, state = observe(self.chain, self.algorithm, raw, transformer_state,
-                                                      policy_state, self.batch)
-        action, next_state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
-                                       time_step, state, self.batch)
+        with on_device(self.device):
+            time_step, transformer_state, state = observe(self.chain, self.algorithm, raw, transformer_state,
+                                                          policy_state, self.batch)
+            action, next_state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
+                                           time_step, state, self.batch)
         exp = Experience(*time_step, action, info, state)
         return Carry(exp, transformer_state, next_state), ()
 

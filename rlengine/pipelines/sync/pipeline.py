@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
+from rlengine.api.placement import actor_device
 from rlengine.collect import env_state as env_state_lib
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.unroll import Carry
@@ -49,7 +50,7 @@ class SyncPipeline(Pipeline):
         super().__init__(context, config)
         train = context.config.train
         self.collector = Collector(context.envs[0], context.chain, context.algorithm, context.specs,
-                                   context.converters, train.unroll_length)
+                                   context.converters, train.unroll_length, actor_device(train))
         self.learner = context.learner
         self.faults = FaultWatch(self.collector.env.env)  # env timeout, restarts, dropped unrolls
         self.carry: Any = None

@@ -26,6 +26,7 @@ from typing import Any
 import tensorflow as tf
 
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
+from rlengine.api.placement import actor_device
 from rlengine.collect.faults import EnvironmentFault, EnvironmentTimeout
 from rlengine.errors import WorkerError
 from rlengine.pipelines.threaded.config import AsyncConfig, thread_layout
@@ -69,7 +70,8 @@ class AsyncPipeline(Pipeline):
         self.random_actions = tf.Variable(bool(algorithm.off_policy and algorithm.initial_collect_steps),
                                           trainable=False, name="random_actions")
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="policy_version")
-        policy = PolicyActor(algorithm, converters, specs, self.random_actions, self.policy_version)
+        policy = PolicyActor(algorithm, converters, specs, self.random_actions, self.policy_version,
+                             actor_device(cfg))
         self.env_threads = [EnvThread(i, env, chain, algorithm, specs, self.queues,
                                       i % num_actors if num_actors else None, policy, cfg.unroll_length)
                             for i, env in enumerate(envs)]

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from rlengine.api import Algorithm, Environment
 from rlengine.api.data import Experience, Nest
+from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
 from rlengine.collect.env_caller import EnvCaller
@@ -48,14 +49,16 @@ class PolicyActor:
     """Runs the policy on a batch of rows and stamps the answer with the policy version that acted."""
 
     def __init__(self, algorithm: Algorithm, converters: Converters, specs: RunSpecs,
-                 random_actions: tf.Variable, policy_version: tf.Variable):
+                 random_actions: tf.Variable, policy_version: tf.Variable, device: str = ""):
         self.algorithm, self.converters, self.specs = algorithm, converters, specs
         self.random_actions, self.policy_version = random_actions, policy_version
+        self.device = device  # train.actor_device
 
     def answer(self, time_step: Any, state: Nest, rows: Any) -> Answer:
         version = self.policy_version.read_value()
-        action, state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
-                                  time_step, state, rows)
+        with on_device(self.device):
+            action, state, info = act(self.algorithm, self.converters, self.specs, self.random_actions,
+                                      time_step, state, rows)
         return Answer(action, state, info, version)
 
 

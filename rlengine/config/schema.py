@@ -64,6 +64,8 @@ class TrainConfig:
     # empty: TensorFlow's choice. Environments and the replay buffer stay in host memory whatever it says
     device: str = ""
     actor_device: str = ""  # where the acting policy runs ("/CPU:0": the host); empty: where the learner runs
+    # compile each update's loss and gradients with XLA: 0.8-1.13x the updates/s here (docs/configuration.md#xla)
+    jit_compile: bool = False
     # divide training rewards by a running std of each copy's discounted return (gamma: the algorithm's, else
     # 0.99), as VecNormalize's norm_reward; evaluation and reported returns stay in the game's units
     normalize_reward: bool = False

@@ -80,13 +80,14 @@ class Learner:
     """Runs the updates of one algorithm."""
 
     def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, buffer: Any = None,
-                 reward_scale: Optional[RewardScale] = None, device: str = ""):
+                 reward_scale: Optional[RewardScale] = None, device: str = "", jit_compile: bool = False):
         self.algorithm = algorithm
         self.specs = specs
         self.converters = converters
         self.buffer = buffer
         self.reward_scale = reward_scale
         self.device = device  # train.device: every update's ops are placed there (the buffer stays on the host)
+        self.jit_compile = jit_compile  # train.jit_compile: each update's loss and gradients compiled by XLA
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
         # the NaN guard: updates skipped in a row, and what was not finite in the newest one
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
@@ -196,10 +197,7 @@ class Learner:
     # -- one update ----------------------------------------------------------------
     def _update(self, info_fn: Callable[[], Nest], weight: Optional[Any] = None) -> LossInfo:
         """One gradient step: ``info_fn`` runs under the tape, ``train_complete`` makes the loss."""
-        with tf.GradientTape(persistent=True) as tape:
-            info = info_fn()
-        loss_info, grads_and_vars = self.algorithm.train_complete(tape, info, weight)
-        del tape
+        loss_info, grads_and_vars = self._gradients(info_fn, weight)
         grads = [g for g, _ in grads_and_vars]
         ok = tf.logical_and(all_finite(grads), all_finite([loss_info.loss]))
 
@@ -216,6 +214,31 @@ class Learner:
 
         self.skipped_updates.assign_add(tf.cond(ok, apply, skip))
         return loss_info
+
+    def _gradients(self, info_fn: Callable[[], Nest], weight: Optional[Any]) -> tuple[LossInfo, list]:
+        """``train_complete``'s loss and gradients, as one XLA cluster with ``train.jit_compile``.
+
+        Only this part is compiled: the NaN guard's string variable and the replay buffer's
+        ops around it have no XLA kernels.
+        """
+        if not self.jit_compile:
+            return self._loss_and_gradients(info_fn, weight)
+        variables: list = []
+
+        def compiled() -> tuple:
+            loss_info, grads_and_vars = self._loss_and_gradients(info_fn, weight)
+            variables[:] = [v for _, v in grads_and_vars]  # variables cannot be a function's outputs
+            return loss_info, [g for g, _ in grads_and_vars]
+
+        loss_info, grads = tf.function(compiled, jit_compile=True, autograph=False)()
+        return loss_info, list(zip(grads, variables))
+
+    def _loss_and_gradients(self, info_fn: Callable[[], Nest], weight: Optional[Any]) -> tuple[LossInfo, list]:
+        with tf.GradientTape(persistent=True) as tape:
+            info = info_fn()
+        loss_info, grads_and_vars = self.algorithm.train_complete(tape, info, weight)
+        del tape
+        return loss_info, grads_and_vars
 
     def check_nonfinite_streak(self, limit: int) -> None:
         """Stop the run once ``limit`` updates in a row were skipped as not finite."""

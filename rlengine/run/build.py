@@ -163,7 +163,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             reward_scale = make_reward_scale(cfg, algorithm, specs)
         with on_device(HOST):  # large, and sampling moves only a minibatch to the learner
             buffer = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
-        learner = Learner(algorithm, specs, converters, buffer, reward_scale, device)
+        learner = Learner(algorithm, specs, converters, buffer, reward_scale, device, cfg.jit_compile)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
                                   _collector_recipes(config, plugins))

@@ -2,6 +2,7 @@
 returns.
 
     python benchmarks/zoo_table.py [PAIR ...] [--seeds 3] [--fraction 1.0 | --env-steps N] [--evaluations 10]
+                                   [--runs-dir DIR]
 
 A pair is a preset name, ``<algorithm>/<env id>`` (``rlengine plugins`` lists them; the default is the pairs that
 fit a few minutes each here, ``CHEAP``). Each seed is a fresh ``rlengine`` process, one after the other (two at a
@@ -11,7 +12,8 @@ time would share two cores and measure nothing), with the preset's settings, no 
 the Zoo's published return and budget (from the preset's header), the ratio (final / Zoo where the Zoo's return is
 positive, Zoo / final where it is negative: at least 1 is as good as the Zoo either way), whether the final mean reaches the
 Zoo's mean minus one std ("meets"; "-" below the Zoo's budget, where only a side-by-side run of Stable-Baselines3
-at the same budget compares), and the wall-clock seconds a seed took (evaluation included).
+at the same budget compares), and the wall-clock seconds a seed took (evaluation included). The runs are kept
+under ``--runs-dir``, ``<algorithm>_<env id>/seed<N>``, for ``rlengine plot`` to draw their curves.
 """
 
 from __future__ import annotations
@@ -59,12 +61,12 @@ def zoo_figures(path: str) -> tuple:
     return (float(found[1]), float(found[2]), budget) if found else (None, None, budget)
 
 
-def run_seed(pair: str, seed: int, env_steps: int, evaluations: int, train: dict) -> tuple:
+def run_seed(pair: str, seed: int, env_steps: int, evaluations: int, train: dict, runs_dir: str) -> tuple:
     """One seed in a fresh process: ``(final, best, seconds)`` of its evaluations."""
     algorithm, env = pair.split("/", 1)
     per_iteration = train["num_envs"] * train["unroll_length"]
     interval = max(1, env_steps // per_iteration // evaluations)
-    root = tempfile.mkdtemp(prefix="rlengine-zoo-")
+    root = os.path.join(runs_dir, pair.replace("/", "_"), f"seed{seed}")
     overrides = [f'train.algorithm="{algorithm}"', f'train.env="{env}"', f"train.seed={seed}",
                  f"train.num_env_steps={env_steps}", f"train.eval_interval={interval}", 'train.writers=["jsonl"]',
                  f'train.root_dir="{root}"', "train.target_return=1e30"]  # no early stop
@@ -87,7 +89,10 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=1.0, help="of the Zoo's budget")
     parser.add_argument("--env-steps", type=int, default=0, help="a budget for every pair (overrides --fraction)")
     parser.add_argument("--evaluations", type=int, default=10)
+    parser.add_argument("--runs-dir", default="", help="where the runs are kept (default: a new temporary dir)")
     args = parser.parse_args()
+    runs_dir = args.runs_dir or tempfile.mkdtemp(prefix="rlengine-zoo-")
+    print(f"runs in {runs_dir}")
     print(f"{'pair':34s} {'env steps':>10s} {'final':>18s} {'best':>18s} {'Zoo':>18s} {'Zoo steps':>10s} "
           f"{'ratio':>6s} {'meets':>5s} {'s/seed':>7s}", flush=True)
     for pair in args.pairs:
@@ -95,7 +100,7 @@ def main() -> None:
         zoo_mean, zoo_std, zoo_budget = zoo_figures(path)
         env_steps = args.env_steps or int(zoo_budget * args.fraction)
         train = read_toml(path)["train"]
-        runs = [run_seed(pair, seed, env_steps, args.evaluations, train) for seed in range(args.seeds)]
+        runs = [run_seed(pair, seed, env_steps, args.evaluations, train, runs_dir) for seed in range(args.seeds)]
         finals, bests, seconds = ([r[i] for r in runs] for i in range(3))
         zoo = "(none published)" if zoo_mean is None else f"{zoo_mean:8.1f} +- {zoo_std:6.1f}"
         ratio = "-" if not zoo_mean or not np.mean(finals) else (

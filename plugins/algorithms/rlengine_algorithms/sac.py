@@ -58,7 +58,8 @@ class SACConfig(ActorCriticOffPolicyConfig):
     critic_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the twin critics
     alpha_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of log(alpha)
     tau: float = attrs.field(default=0.005, validator=[_v.gt(0), _v.le(1)])  # Polyak rate of the targets
-    initial_alpha: float = attrs.field(default=1.0, validator=_v.gt(0))  # entropy temperature at the start (learned)
+    initial_alpha: float = attrs.field(default=1.0, validator=_v.gt(0))  # entropy temperature at the start
+    learn_alpha: bool = True  # false: alpha stays initial_alpha (SB3's ent_coef given as a number)
     target_entropy: Optional[float] = None  # None: -action_dim
 
 
@@ -156,6 +157,8 @@ class SAC(OffPolicyAlgorithm):
             actor_loss = weighted_mean(alpha * info.log_prob - tf.reduce_min(info.q_policy, 0), info.mask, weight)
             entropy_gap = tf.stop_gradient(info.log_prob + self.target_entropy)
             alpha_loss = -weighted_mean(self.log_alpha * entropy_gap, info.mask)
+            if not self.config.learn_alpha:  # a zero gradient: Adam leaves log_alpha exactly where it is
+                alpha_loss = 0.0 * alpha_loss
         # One gradient per loss: each reaches only its own optimizer's variables
         # (the actor loss must not train the critics through q_policy).
         grads_and_vars = []

@@ -170,6 +170,16 @@ def test_sac_alpha_moves_toward_the_target_entropy(target_entropy, direction):
     assert np.sign(sac.log_alpha.numpy() - before) == direction
 
 
+def test_sac_with_learn_alpha_false_keeps_its_temperature_and_trains_the_rest():
+    sac = make(SAC, target_entropy=20.0, initial_alpha=0.1, learn_alpha=False)
+    sac.build()
+    critic = values(sac.critic.variables)
+    for _ in range(3):
+        update(sac, experience([[M, M, M], [M, M, M]]))
+    assert sac.log_alpha.numpy() == np.float32(np.log(0.1))  # exactly: SB3's ent_coef given as a number
+    assert moved(critic, sac.critic.variables)
+
+
 def test_squashed_sample_log_prob_matches_squashed_normal():
     tf.random.set_seed(1)
     loc, log_std = tf.constant([[0.3, -1.0], [2.0, 0.1]]), tf.constant([[-0.5, 0.2], [0.0, -1.0]])

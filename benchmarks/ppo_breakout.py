@@ -8,7 +8,8 @@ of the Zoo's protocol, and stops at ``--env-steps`` (``Run.request_stop``, a nor
 checkpoint). Rerunning with the same ``--root-dir`` and a larger ``--env-steps`` continues the same run.
 Needs the atari extra (pip install -e "plugins/gym[atari]"). Random play scores about 1.5; the issue's
 target is an evaluation return of at least 10 at 1M env steps. One evaluation (8 whole games, raw
-score) every ~100k env steps; training time excludes evaluation.
+score) every ~100k env steps, and one of the last checkpoint at ``--env-steps`` (``rlengine eval``); training time
+excludes evaluation.
 """
 
 import argparse
@@ -57,7 +58,12 @@ def main() -> None:
     print(f"PPO nature_cnn ALE/Breakout-v5, seed {args.seed}: {env_steps:,} env steps, {train_time:.0f} s "
           f"training, {time.perf_counter() - start:.0f} s in all (run dir {root})")
     print(f"{'env steps':>10s} {'eval return':>12s} {'std':>6s}")
-    for steps, mean, std in eval_rows(root):
+    rows = eval_rows(root)
+    if not rows or rows[-1][0] < env_steps:  # a budget stop between evaluations: evaluate the last checkpoint
+        final = json.loads(subprocess.run(["rlengine", "eval", root, "--episodes", "8", "--json"], check=True,
+                                          capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        rows.append((env_steps, final["mean_return"], final["std_return"]))
+    for steps, mean, std in rows:
         print(f"{steps:10,d} {mean:12.1f} {std:6.1f}")
     rate = env_steps / train_time
     print(f"training env steps/s: {rate:.0f}; 10M env steps would take {1e7 / rate / 3600:.1f} h of training here")

@@ -56,8 +56,7 @@ class RewardScale(tf.Module):
         per_row = tf.scan(advance, (rewards, first, env), initializer=tf.convert_to_tensor(self.returns))
         returns = tf.gather(per_row, env[..., 0], batch_dims=1)  # [T, B]
         self._merge(tf.boolean_mask(returns, tf.logical_not(first)))
-        any_rows = tf.shape(rewards)[0] > 0
-        self.returns.assign(tf.cond(any_rows, lambda: per_row[-1], lambda: tf.convert_to_tensor(self.returns)))
+        self.returns.assign(per_row[-1])  # callers pass at least one row (unroll_length >= 1)
 
     def _merge(self, values: Any) -> None:
         """Fold the moments of ``values`` into count, mean and var (Chan's parallel formula)."""

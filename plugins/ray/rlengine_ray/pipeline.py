@@ -198,15 +198,12 @@ class OffPolicyRayPipeline(RayPipeline):
         super().__init__(context, config)
         self.algorithm, self.buffer = context.algorithm, context.replay
         self.first_row_stored = [False] * config.num_runners  # later unrolls of a runner repeat a stored row 0
-        self.store = tf.function(self._store, autograph=False)
+        self.store = tf.function(self.learner.store, autograph=False)  # rows begin..T, one graph call
         self.can_sample = False
 
     def start(self) -> None:
         self.first_row_stored = [False] * self.config.num_runners
         super().start()
-
-    def _store(self, experience: Any, begin: Any) -> None:
-        self.learner.store(experience, begin)
 
     def _runner_restarted(self, r: int) -> None:
         """Cut the runner's stored episodes: its next unroll begins new ones, stored from row 0."""

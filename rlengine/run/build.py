@@ -42,13 +42,13 @@ MAX_EVAL_COPIES = 32
 class Components:
     """Everything a run steps, trains and writes with."""
 
-    eval_env: Environment
+    eval_env: Optional[Environment]  # None when the run does not evaluate (train.eval_interval = 0)
     chain: TransformerChain
     algorithm: Algorithm
     converters: Converters
     specs: RunSpecs
     learner: Learner
-    evaluator: Evaluator
+    evaluator: Optional[Evaluator]
     writers: list
     pipeline: Pipeline
     buffer: Any  # the replay buffer of off-policy algorithms, else None
@@ -62,11 +62,19 @@ class Components:
         for writer in self.writers:
             writer.write(metrics)
 
+    def evaluate(self) -> dict:
+        """One evaluation of the greedy policy (:meth:`Evaluator.run`); the parts were built with evaluation."""
+        if self.evaluator is None:
+            raise RuntimeError("these components were built without evaluation (train.eval_interval = 0)")
+        return self.evaluator.run()
+
     def close(self) -> None:
         """Stop the pipeline, then close writers and environments; every one is tried even if one fails."""
         errors = []
         self.pipeline.stop()  # threads first: they may be stepping the envs
         for closable in [*self.writers, *self.pipeline.envs, self.evaluator, self.eval_env]:  # its watcher first
+            if closable is None:
+                continue
             try:
                 closable.close()
             except Exception as exc:  # keep closing the rest
@@ -137,8 +145,13 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)
 
 
-def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True) -> Components:
+def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True,
+                     evaluation: Optional[bool] = None) -> Components:
+    """The run's parts; evaluation copies and the evaluator only with ``evaluation`` (default: when the run
+    evaluates, ``train.eval_interval`` > 0), since an env like Atari's takes seconds to make."""
     cfg, reg = config.train, plugins.registries
+    if evaluation is None:
+        evaluation = cfg.eval_interval > 0
     cls, section = pipeline_class(config, plugins)
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)  # before the first op (done if an Engine built it)
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
@@ -147,8 +160,9 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
     env_name = environment_class(config, plugins)[0]
     eval_env = spec_env = None
     try:
-        eval_copies = min(cfg.num_eval_episodes, MAX_EVAL_COPIES)
-        eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
+        if evaluation:
+            eval_copies = min(cfg.num_eval_episodes, MAX_EVAL_COPIES)
+            eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
         env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed))  # remote collection
         raw_spec = env.time_step_spec()
         device = checked_device("train.device", cfg.device)
@@ -168,7 +182,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
                                   _collector_recipes(config, plugins))
         pipeline = cls.create(context, section)
-        evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes)
+        evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes) if eval_env is not None else None
         writer_objects = [wcls(root_dir, config.section(n, wcls.config_class), total_env_steps=cfg.num_env_steps)
                           for n, wcls in writer_classes]
     except BaseException:

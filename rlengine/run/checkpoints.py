@@ -178,8 +178,8 @@ class RunCheckpoints:
         self.blobs["global_random"].assign(_global_random_state())
         self.blobs["pipeline"].assign(parts.pipeline.save_state())  # b"": its episodes restart on resume
         self.blobs["episode_stats"].assign(_arrays_to_bytes([self.stats.returns, self.stats.lengths]))
-        self.blobs["eval_environment"].assign(  # idle between evaluations
-            _environment_state(parts.eval_env, run.config.train.max_env_state_bytes))
+        self.blobs["eval_environment"].assign(  # idle between evaluations; none when the run does not evaluate
+            b"" if parts.eval_env is None else _environment_state(parts.eval_env, run.config.train.max_env_state_bytes))
         self.blobs["config"].assign(json.dumps(run.config.to_dict(), sort_keys=True))
         self.checkpoint.write(prefix)
         mark_complete(self.directory, number, iteration=number, env_steps=run.env_steps, time=time.time())
@@ -216,7 +216,8 @@ class RunCheckpoints:
         for writer in parts.writers:
             writer.resume_from(run.env_steps)
         with env_state.reading_from(restored):  # a warning about untrusted env state names this checkpoint
-            _restore_environment(parts.eval_env, self.blobs["eval_environment"].numpy())
+            if parts.eval_env is not None:
+                _restore_environment(parts.eval_env, self.blobs["eval_environment"].numpy())
             continued = parts.pipeline.resume(self.blobs["pipeline"].numpy())
         if continued:  # the episodes in progress go on
             self.stats.returns, self.stats.lengths = _bytes_to_arrays(self.blobs["episode_stats"].numpy())

@@ -34,6 +34,7 @@ from rlengine.run.restoring import checked_choice, restore_choice
 from rlengine.run.rundir import RunDirectory, claimed
 from rlengine.run.saved_specs import write_specs
 from rlengine.run.signals import stop_on_signals
+from rlengine.run.startup import StartupClock
 from rlengine.run.trainer import Trainer, TrainResult
 
 
@@ -60,6 +61,7 @@ class Engine:
     def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
                  *, disabled_plugins: Iterable[str] = (), extra_plugins: Iterable[tuple[str, Any]] = (),
                  plugins: Optional[Plugins] = None, force: bool = False, use_preset: bool = True):
+        self.startup = StartupClock()  # the imports end here; the start-up ends with the first iteration
         overrides = list(overrides)
         self.force = force  # resume a root dir even if its config.toml differs (``rlengine train --force``)
         self.plugins = plugins or build_plugins(disabled=disabled_plugins, extra_plugins=extra_plugins)
@@ -97,6 +99,7 @@ class Engine:
 
     def _train(self) -> TrainResult:
         start = time.perf_counter()
+        self.startup.phase("config")
         cfg = self.config.train
         root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
         with claimed(root_dir) as run_dir:  # one writer; a start refused inside leaves the dir as it was
@@ -113,6 +116,7 @@ class Engine:
         tf.config.run_functions_eagerly(cfg.eager)
         callbacks = RunCallbacks(self.config, self.plugins)  # made before the build, registered for this run only
         components = build_components(self.config, self.plugins, root_dir)
+        self.startup.phase("build")
         run = Run(self.config, root_dir, components.algorithm, components.specs, components.pipeline,
                   internals=components)
         hook = self.plugins.hook
@@ -126,7 +130,7 @@ class Engine:
         try:
             callbacks.register()
             hook.rlengine_train_start(run=run)
-            return Trainer(run, components, self.plugins, start, on_started=started).train()
+            return Trainer(run, components, self.plugins, start, on_started=started, startup=self.startup).train()
         except BaseException as exc:
             error = exc
             raise
@@ -150,7 +154,7 @@ class Engine:
         if num_episodes is not None:
             self.config = attrs.evolve(self.config, train=attrs.evolve(cfg, num_eval_episodes=num_episodes))
         with self.restored(checkpoint) as components:
-            return components.evaluator.run()
+            return components.evaluate()
 
     @contextlib.contextmanager
     def restored(self, checkpoint: Choice = LATEST) -> Iterator[Components]:
@@ -171,7 +175,7 @@ class Engine:
                                 "'rlengine train' wrote")
         chosen = checked_choice(cfg.root_dir, checkpoint)  # before building anything
         seed_everything(cfg.seed)
-        components = build_components(self.config, self.plugins, cfg.root_dir, writers=False)
+        components = build_components(self.config, self.plugins, cfg.root_dir, writers=False, evaluation=True)
         try:
             saved = tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain)
             self._restored_checkpoint: Optional[str] = restore_choice(

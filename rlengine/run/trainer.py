@@ -32,6 +32,7 @@ from rlengine.run.build import Components
 from rlengine.run.checkpoint_schedule import CheckpointSchedule
 from rlengine.run.checkpoints import RunCheckpoints, first_nonfinite_variable  # noqa: F401 (importable from here)
 from rlengine.run.episodes import EpisodeStats
+from rlengine.run.startup import StartupClock
 
 #: Errors of collection: raised before an iteration's update began, so the state before it is intact.
 COLLECTION_ERRORS = (EnvironmentFault, WorkerError)
@@ -53,14 +54,19 @@ class TrainResult:
     eval_history: tuple  # (env_steps, train_time, average_return) per evaluation
     #: why a hook ended the run before its budget (``Run.request_stop``); None if it ran to its budget or target
     stop_reason: Optional[str] = None
+    #: seconds per start-up phase (``startup/<phase>``, :mod:`rlengine.run.startup`); empty if no iteration ran or
+    #: this Engine reported them in an earlier ``train()``
+    startup: dict = attrs.field(factory=dict)
 
 
 class Trainer:
     """Runs the training loop of one :class:`Run`, whichever pipeline it has."""
 
     def __init__(self, run: Run, components: Components, plugins: Any, start: float,
-                 on_started: Optional[Callable[[], None]] = None):
+                 on_started: Optional[Callable[[], None]] = None, startup: Optional[StartupClock] = None):
         self.run, self.components, self.plugins = run, components, plugins
+        self.startup = startup or StartupClock()
+        self.startup_metrics: dict = {}  # filled by the first iteration
         self.on_started = on_started  # called once the checkpoint is restored (or there is none): the run has started
         self.start = start  # perf_counter() when the run began building: training time counts from it
         self.eval_time = 0.0
@@ -81,6 +87,7 @@ class Trainer:
         run = self.run
         self.checkpoints.restore_or_start()
         self.best.resume()  # the best return so far, from its marker
+        self.startup.phase("restore")
         if self.on_started is not None:
             self.on_started()
         self._state = CONSISTENT
@@ -95,7 +102,7 @@ class Trainer:
         stopped_early = not reached and run.env_steps < self.cfg.num_env_steps
         return TrainResult(run.root_dir, run.iteration, run.env_steps, time.perf_counter() - self.start,
                            self.train_time(), self.last_eval, reached, tuple(self.eval_history),
-                           run.stop_reason if stopped_early else None)
+                           run.stop_reason if stopped_early else None, self.startup_metrics)
 
     def _loop(self) -> bool:
         """Iterate until the budget or the target; whether the target was reached."""
@@ -133,8 +140,12 @@ class Trainer:
         metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
         metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
         metrics.update(step.metrics or {})
+        first = not self.startup.done
+        if first:  # reported once, on a row of its own: the first iteration this Engine ran
+            self.startup_metrics = self.startup.finish("first_iteration")
+            metrics.update(self.startup_metrics)
         t3 = time.perf_counter()
-        if run.iteration % cfg.summary_interval == 0:
+        if first or run.iteration % cfg.summary_interval == 0:
             parts.write(metrics)
         self.plugins.hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
         self.summary_time += time.perf_counter() - t3
@@ -163,7 +174,7 @@ class Trainer:
         t0 = time.perf_counter()
         metrics = self._base_metrics()
         try:
-            metrics.update(self.components.evaluator.run())  # a stop request ends it between two steps
+            metrics.update(self.components.evaluate())  # a stop request ends it between two steps
             self.best.consider(run.iteration, run.env_steps, metrics["eval/average_return"])
         finally:
             self.eval_time += time.perf_counter() - t0

@@ -242,7 +242,7 @@ def test_rows_of_rings_of_another_size_are_refused_in_one_line(tmp_path):
 # -- item 6: environment state above train.max_env_state_bytes ------------------------------------
 def test_an_environment_state_above_the_limit_is_left_out_with_one_warning_per_env(tmp_path, capsys):
     config = _stateful(tmp_path, state_padding=20_000)
-    config["train"].update(max_env_state_bytes=4096)
+    config["train"].update(max_env_state_bytes=4096, eval_interval=1000)  # evaluation copies, never used here
     _interrupted(config, at=3)
     err = capsys.readouterr().err
     lines = _warnings(err, "above train.max_env_state_bytes = 4.0 KiB")

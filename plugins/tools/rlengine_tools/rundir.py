@@ -88,7 +88,7 @@ def evaluate_checkpoint(engine: Any, choice: str = "latest") -> tuple[dict, dict
     """The evaluator's metrics of the checkpoint ``choice`` names, and :func:`checkpoint_summary` of it."""
     with engine.restored(choice) as components:
         summary = checkpoint_summary(engine.newest_checkpoint())  # inside the block: the one restored
-        return components.evaluator.run(), summary
+        return components.evaluate(), summary
 
 
 def open_run(root_dir: str, overrides: Iterable[str] = (), command: str = "eval", **engine_kwargs: Any):

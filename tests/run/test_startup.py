@@ -1,0 +1,85 @@
+"""Start-up: the seconds per phase a run reports once, and no evaluation copies for a run that never evaluates."""
+
+import subprocess
+import sys
+
+import pytest
+
+from rlengine import hookimpl
+from rlengine.run import startup
+from rlengine.run.engine import Engine
+from rlengine.testing import CountingEnv, MemoryWriter, testing_plugin, tiny_config
+
+PHASES = ["startup/config", "startup/build", "startup/restore", "startup/first_iteration"]
+
+
+def _engine(tmp_path, extra=(), force=False, **train):
+    return Engine(tiny_config(str(tmp_path), **train), extra_plugins=[("testing", testing_plugin()), *extra],
+                  force=force)
+
+
+def test_the_first_row_reports_each_phase_and_their_sum(tmp_path, monkeypatch):
+    monkeypatch.setattr(startup, "_imports_reported", False)  # as in a fresh process: its first Engine
+    engine = _engine(tmp_path)
+    result = engine.train()
+    first, *rest = MemoryWriter.last.rows
+    reported = {key: value for key, value in first.items() if key.startswith("startup/")}
+    assert list(reported) == ["startup/imports", *PHASES, "startup/total"]
+    assert all(value >= 0 for value in reported.values())
+    assert reported["startup/imports"] > 0  # this process started before the test did
+    assert sum(reported[key] for key in ["startup/imports", *PHASES]) == pytest.approx(reported["startup/total"])
+    assert first["iteration"] == 1 and result.startup == reported
+    assert not any(key.startswith("startup/") for row in rest for key in row)  # once per run
+
+
+def test_a_later_engine_of_the_process_reports_no_imports(tmp_path, monkeypatch):
+    monkeypatch.setattr(startup, "_imports_reported", True)  # an Engine of this process came before
+    engine = _engine(tmp_path, summary_interval=3)
+    first = engine.train()
+    assert MemoryWriter.last.rows[0]["iteration"] == 1  # written though summaries come every 3 iterations
+    assert "startup/imports" not in first.startup and list(first.startup) == [*PHASES, "startup/total"]
+    assert sum(first.startup[key] for key in PHASES) == pytest.approx(first.startup["startup/total"])
+    assert engine.train().startup == {}  # trained again (finished already: no iteration), nothing to report
+    more = Engine(tiny_config(str(tmp_path), num_env_steps=48, summary_interval=3),
+                  extra_plugins=[("testing", testing_plugin())], force=True)
+    resumed = more.train()
+    assert resumed.startup and "startup/imports" not in resumed.startup  # a new Engine, resumed: its own start-up
+    assert resumed.iterations > first.iterations
+
+
+def test_process_age_counts_from_the_process_start():
+    code = ("import time; time.sleep(0.5); import importlib.util, sys; "
+            "spec = importlib.util.spec_from_file_location('s', sys.argv[1]); m = importlib.util.module_from_spec(spec); "
+            "spec.loader.exec_module(m); print(m.process_age())")
+    out = subprocess.run([sys.executable, "-c", code, startup.__file__], capture_output=True, text=True, check=True)
+    age = float(out.stdout)
+    assert 0.5 <= age < 30
+
+
+class TrackedCounting(CountingEnv):
+    made: list = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        TrackedCounting.made.append(self)
+
+
+class RegistersTracked:
+    @hookimpl
+    def rlengine_register_environments(self, register):
+        register("tracked", TrackedCounting)
+
+
+def test_a_run_that_never_evaluates_makes_no_evaluation_copies_and_can_still_be_evaluated(tmp_path):
+    TrackedCounting.made = []
+    extra = [("tracked", RegistersTracked())]
+    result = _engine(tmp_path, extra, env="tracked", eval_interval=0).train()
+    assert [env.num_envs for env in TrackedCounting.made] == [2]  # the training copies only
+    assert result.eval_history == () and result.iterations == 4
+    resumed = _engine(tmp_path, extra, True, env="tracked", eval_interval=0, num_env_steps=48).train()  # resumes
+    assert resumed.iterations == 6
+    TrackedCounting.made = []
+    scores = _engine(tmp_path, extra, env="tracked", eval_interval=0, num_env_steps=48).evaluate(num_episodes=2)
+    assert scores["eval/episodes"] == 2.0  # evaluating on demand builds its copies
+    assert sorted(env.num_envs for env in TrackedCounting.made) == [2, 2]
+    assert all(env.closed for env in TrackedCounting.made)

@@ -5,6 +5,7 @@ cold tracing, no caches warmed by an earlier run.
 """
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -29,3 +30,23 @@ def train_in_fresh_process(config: str, seed: int, *overrides: str) -> tuple:
 def first_reaching(history: list, target: float):
     """``(env_steps, train_time, return)`` of the first evaluation at or above ``target``, or None."""
     return next(((s, t, r) for s, t, r in history if r >= target), None)
+
+
+def sb3_in_fresh_process(peers: str, python: str, config: str, seed: int, total: int, every: int) -> tuple:
+    """One Stable-Baselines3 run of the shared peer harness (``<peers>/sb3_bench.py``, RL-Zoo settings) in its own
+    venv's ``python``: ``(history, env steps/s)``, history ``[(env_steps, train_s, return)]``, evaluation excluded."""
+    out = tempfile.mktemp(suffix=".json", prefix="sb3-")
+    subprocess.run([python, os.path.join(peers, "sb3_bench.py"), "--config", config, "--seed", str(seed),
+                    "--total", str(total), "--eval-every", str(every), "--out", out], check=True, capture_output=True)
+    with open(out) as f:
+        result = json.load(f)
+    history = [(e["timesteps"], e["train_s"], e["mean_return"]) for e in result["evals"]]
+    return history, result["env_steps"] / result["train_s"]
+
+
+def for_good(history: list, target: float):
+    """The first evaluation after which every one stays at or above ``target``, or None."""
+    for i, entry in enumerate(history):
+        if all(r >= target for *_, r in history[i:]):
+            return entry
+    return None

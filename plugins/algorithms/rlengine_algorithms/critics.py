@@ -124,17 +124,24 @@ class StackedMLP(tf.Module):
 
     def __call__(self, x, members: int = 0):
         """Evaluate the first ``members`` MLPs (0: all); ``[B, in]`` or ``[num, B, in]`` in."""
+        return self.features_and_output(x, members)[1]
+
+    def features_and_output(self, x, members: int = 0):
+        """``(input of the last layer, output)``: the features a linear head sees, and what it gives."""
         k = members or self.num
         if x.shape.rank == 2:
             x = x[None]  # broadcasts in the batched matmul, no copy per member
         last = len(self.weights) - 1
+        features = x
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             if k < self.num:
                 w, b = w[:k], b[:k]
+            if i == last:
+                features = x
             x = tf.matmul(x, w) + b
             if i < last:
                 x = self.activation(x)
-        return x
+        return features, x
 
 
 def soft_update(targets: list, sources: list, tau: float) -> None:

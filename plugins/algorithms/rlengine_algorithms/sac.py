@@ -10,7 +10,9 @@ are of the rescaled action, so ``target_entropy = -action_dim`` means the
 same for every action range. In those units the policy is exactly
 ``rlengine.SquashedNormal(loc, scale, -1, 1)``; sampling and the log
 probability are written out here because the bijector chain costs several
-times more ops per update.
+times more ops per update. With ``use_sde`` the noise is gSDE's instead
+(:mod:`rlengine_algorithms.exploration`): held per copy, a learned linear map
+of the actor's last hidden features.
 
 Observations go through the configured encoder: by default the actor and the
 (twin) critics each have their own; with ``share_encoder`` one encoder is
@@ -43,11 +45,11 @@ from rlengine_algorithms.critics import (
     variables_of,
     weighted_mean,
 )
+from rlengine_algorithms.exploration import HALF_LOG_2PI, StateDependentNoise, tanh_log_prob
 from rlengine_algorithms.masking import refuse_mask
 
 _v = attrs.validators
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 @attrs.define(kw_only=True)
@@ -61,6 +63,12 @@ class SACConfig(ActorCriticOffPolicyConfig):
     initial_alpha: float = attrs.field(default=1.0, validator=_v.gt(0))  # entropy temperature at the start
     learn_alpha: bool = True  # false: alpha stays initial_alpha (SB3's ent_coef given as a number)
     target_entropy: Optional[float] = None  # None: -action_dim
+    #: gSDE: exploration noise that is a learned linear map of the actor's last hidden features, held over steps
+    #: (rlengine_algorithms.exploration); for sparse rewards such as MountainCarContinuous-v0
+    use_sde: bool = False
+    sde_log_std_init: float = -3.0  # with use_sde: the initial log std of each (feature, action) weight
+    #: with use_sde: steps between two draws of a copy's noise weights; 0: one draw per episode
+    sde_sample_interval: int = attrs.field(default=0, validator=_v.ge(0))
 
 
 def squashed_sample(loc, log_std):
@@ -71,9 +79,7 @@ def squashed_sample(loc, log_std):
     """
     noise = tf.random.stateless_normal(tf.shape(loc), rlengine.random.seed())
     u = loc + tf.exp(log_std) * noise
-    log_prob = -0.5 * tf.square(noise) - log_std - _HALF_LOG_2PI
-    log_prob -= 2.0 * (math.log(2.0) - u - tf.nn.softplus(-2.0 * u))
-    return tf.tanh(u), tf.reduce_sum(log_prob, axis=-1)
+    return tf.tanh(u), tanh_log_prob(u, -0.5 * tf.square(noise) - log_std - HALF_LOG_2PI)
 
 
 class SACInfo(NamedTuple):
@@ -98,7 +104,12 @@ class SAC(OffPolicyAlgorithm):
         # A shared encoder is trained by the critic loss only: the actor sees its features through stop_gradient.
         self.actor_stops_gradient = shared and bool(self.critic_encoder.trainable_variables)
         act, hidden = self.scale.size, config.hidden_sizes
-        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, 2 * act, 0.01, name="actor")  # loc, log std
+        # loc and log std; with gSDE loc only, the noise's scale is the sde's log_std matrix
+        heads = act if config.use_sde else 2 * act
+        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, heads, 0.01, name="actor")
+        self.sde = (StateDependentNoise(hidden[-1] if hidden else self.actor_encoder.output_size, act,
+                                        config.sde_log_std_init, config.sde_sample_interval)
+                    if config.use_sde else None)
         self.critic = StackedMLP(2, self.critic_encoder.output_size + act, hidden, 1, 1.0, name="critic")
         self.target_critic = self.critic.copy("target_critic")
         self.target_critic_encoder = target_encoder(self, self.critic_encoder, "target_critic_encoder")
@@ -106,6 +117,8 @@ class SAC(OffPolicyAlgorithm):
         self.target_entropy = -float(act) if config.target_entropy is None else float(config.target_entropy)
         # The critic side owns a shared encoder (its optimizer, its target); the actor side owns only its own.
         actor_parts = [self.actor] if shared else [self.actor, self.actor_encoder]
+        if self.sde is not None:
+            actor_parts.append(self.sde)
         critic_parts = [self.critic, self.critic_encoder]
         self.optimizers = [
             (tf_keras.optimizers.Adam(config.actor_lr, jit_compile=False), trainable_of(actor_parts)),
@@ -115,17 +128,34 @@ class SAC(OffPolicyAlgorithm):
         self.targets = [(variables_of([self.target_critic, self.target_critic_encoder]), variables_of(critic_parts))]
         self.target_tau = config.tau
 
+    @property
+    def state_spec(self):
+        """gSDE's held noise weights per copy (:class:`~rlengine_algorithms.exploration.SDEState`), else none."""
+        return () if self.sde is None else self.sde.state_spec
+
     def _actor(self, features):
-        out = self.actor(features)[0]
-        loc, log_std = tf.split(out, 2, axis=-1)
-        return loc, tf.clip_by_value(log_std, LOG_STD_MIN, LOG_STD_MAX)
+        """``(loc, log std, last hidden features)``; the log std is None with gSDE (it has its own)."""
+        hidden, out = self.actor.features_and_output(features)
+        if self.sde is not None:
+            return tf.clip_by_value(out[0], -self.sde.MEAN_CLIP, self.sde.MEAN_CLIP), None, hidden[0]
+        loc, log_std = tf.split(out[0], 2, axis=-1)
+        return loc, tf.clip_by_value(log_std, LOG_STD_MIN, LOG_STD_MAX), hidden[0]
+
+    def _sample(self, features):
+        """A fresh policy action in [-1, 1] and its log-probability (reparameterised)."""
+        loc, log_std, hidden = self._actor(features)
+        return squashed_sample(loc, log_std) if self.sde is None else self.sde.sample(loc, hidden)
 
     def predict(self, time_step, state) -> PolicyStep:
-        loc, _ = self._actor(self.actor_encoder(time_step.observation))
+        loc, _, _ = self._actor(self.actor_encoder(time_step.observation))
         return PolicyStep(self.scale.to_env(tf.tanh(loc)), state, ())
 
     def rollout(self, time_step, state) -> PolicyStep:
-        unit, _ = squashed_sample(*self._actor(self.actor_encoder(time_step.observation)))
+        loc, log_std, hidden = self._actor(self.actor_encoder(time_step.observation))
+        if self.sde is None:
+            unit, _ = squashed_sample(loc, log_std)
+        else:
+            unit, state = self.sde.explore(loc, hidden, state)
         return PolicyStep(self.scale.to_env(unit), state, ())
 
     def preprocess_experience(self, exp) -> Transition:
@@ -136,7 +166,7 @@ class SAC(OffPolicyAlgorithm):
         if self.actor_stops_gradient:
             obs = tf.stop_gradient(obs)
         action = self.scale.to_unit(batch.action)
-        policy_action, log_prob = squashed_sample(*self._actor(obs))
+        policy_action, log_prob = self._sample(obs)
         q = tf.squeeze(self.critic(tf.concat([critic_obs, action], -1)), -1)
         q_policy = tf.squeeze(self.critic(tf.concat([critic_obs, policy_action], -1)), -1)
         target = tf.stop_gradient(self._target(batch))
@@ -144,7 +174,7 @@ class SAC(OffPolicyAlgorithm):
 
     def _target(self, batch: Transition):
         next_obs, next_critic_obs = encode(batch.next_observation, [self.actor_encoder, self.target_critic_encoder])
-        next_action, next_log_prob = squashed_sample(*self._actor(next_obs))
+        next_action, next_log_prob = self._sample(next_obs)
         next_q = tf.squeeze(self.target_critic(tf.concat([next_critic_obs, next_action], -1)), -1)
         soft_value = tf.reduce_min(next_q, axis=0) - tf.exp(self.log_alpha) * next_log_prob
         return batch.reward + batch.discount * soft_value
@@ -167,5 +197,7 @@ class SAC(OffPolicyAlgorithm):
         terms = {"critic": critic_loss, "actor": actor_loss, "alpha_loss": alpha_loss}
         diagnostics = {"alpha": alpha, "entropy": -weighted_mean(info.log_prob, info.mask),
                        "q": weighted_mean(info.q[0], info.mask)}
+        if self.sde is not None:
+            diagnostics["sde_std"] = tf.reduce_mean(tf.exp(self.sde.log_std))
         priority = tf.reduce_mean(tf.abs(td), 0) * info.mask if self.prioritized_replay else ()
         return LossInfo(critic_loss + actor_loss + alpha_loss, terms, priority, diagnostics), grads_and_vars

@@ -36,6 +36,7 @@ from rlengine_algorithms.critics import (
     variables_of,
     weighted_mean,
 )
+from rlengine_algorithms.exploration import OrnsteinUhlenbeckNoise
 from rlengine_algorithms.masking import refuse_mask
 
 _v = attrs.validators
@@ -48,7 +49,11 @@ class TD3Config(ActorCriticOffPolicyConfig):
     actor_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the actor
     critic_lr: float = attrs.field(default=1e-3, validator=_v.gt(0))  # Adam step size of the twin critics
     tau: float = attrs.field(default=0.005, validator=[_v.gt(0), _v.le(1)])  # Polyak rate of the targets
-    exploration_noise: float = attrs.field(default=0.1, validator=_v.ge(0))  # std of the rollout noise
+    exploration_noise: float = attrs.field(default=0.1, validator=_v.ge(0))  # std (or OU sigma) of the rollout noise
+    #: "gaussian": drawn anew each step; "ornstein-uhlenbeck": a mean-reverting walk per copy, restarted each
+    #: episode, that keeps pushing one way for a while (rlengine_algorithms.exploration)
+    exploration_noise_type: str = attrs.field(default="gaussian",
+                                              validator=_v.in_(("gaussian", "ornstein-uhlenbeck")))
     policy_noise: float = attrs.field(default=0.2, validator=_v.ge(0))  # std of the target smoothing noise
     #: the target smoothing noise is clipped to +-this, in half action ranges (the actor's [-1, 1] units)
     noise_clip: float = attrs.field(default=0.5, validator=_v.ge(0))
@@ -96,6 +101,13 @@ class TD3(OffPolicyAlgorithm):
         self.targets = [(variables_of(target_actor_parts), variables_of(actor_parts)),
                         (variables_of(target_critic_parts), variables_of(critic_parts))]
         self.target_period, self.target_tau = config.policy_delay, config.tau
+        self.ou = (OrnsteinUhlenbeckNoise(act, config.exploration_noise)
+                   if config.exploration_noise_type == "ornstein-uhlenbeck" else None)
+
+    @property
+    def state_spec(self):
+        """The Ornstein-Uhlenbeck noise of each copy, else none."""
+        return () if self.ou is None else self.ou.state_spec
 
     def _act(self, network: StackedMLP, features):
         return tf.tanh(network(features)[0])
@@ -106,9 +118,12 @@ class TD3(OffPolicyAlgorithm):
 
     def rollout(self, time_step, state) -> PolicyStep:
         unit = self._act(self.actor, self.actor_encoder(time_step.observation))
+        if self.ou is None:
+            noise = self.config.exploration_noise * tf.random.stateless_normal(tf.shape(unit), rlengine.random.seed())
+        else:
+            noise = state = self.ou.step(state)
         # Clipped here so that the stored action is the one the environment ran.
-        noisy = tf.clip_by_value(unit + self.config.exploration_noise * tf.random.stateless_normal(tf.shape(unit), rlengine.random.seed()), -1, 1)
-        return PolicyStep(self.scale.to_env(noisy), state, ())
+        return PolicyStep(self.scale.to_env(tf.clip_by_value(unit + noise, -1, 1)), state, ())
 
     def preprocess_experience(self, exp) -> Transition:
         return to_transitions(exp, self.config.gamma)

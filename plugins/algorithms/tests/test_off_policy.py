@@ -9,8 +9,10 @@ under a persistent tape, ``train_complete``, then ``apply_gradients`` and
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_probability as tfp
 from rlengine_algorithms.critics import to_transitions
 from rlengine_algorithms.dqn import DQN, DQNConfig
+from rlengine_algorithms.exploration import OrnsteinUhlenbeckNoise, SDEState, StateDependentNoise
 from rlengine_algorithms.sac import SAC, SACConfig, squashed_sample
 from rlengine_algorithms.td3 import TD3, TD3Config
 
@@ -433,4 +435,123 @@ def test_recurrent_dqn_engine_smoke(tmp_path, env, use_rollout_state):
     result = Engine(raw, extra_plugins=[("counter", counter)]).train()
     assert result.env_steps == 200 and np.isfinite(result.eval_return)
     assert counter.applied > 0 and counter.skipped == 0
+    assert np.isfinite(Engine(raw).evaluate(num_episodes=1)["eval/average_return"])  # the checkpoint restores
+
+
+# -- exploration held across steps: SAC's gSDE, TD3's Ornstein-Uhlenbeck noise (policy state) ---------
+BOX2 = type(BOX)([2], tf.float32, -1.0, 1.0)
+
+
+def observations(batch, obs_dim=3, seed=0):
+    obs = tf.constant(np.random.default_rng(seed).normal(size=(batch, obs_dim)), tf.float32)
+    zeros = tf.zeros([batch])
+    return TimeStep(tf.zeros([batch], tf.int32), zeros, zeros, obs, tf.zeros([batch, 2]), tf.zeros([batch], tf.int32))
+
+
+def test_sde_holds_each_copys_noise_until_its_interval_and_redraws_after_a_reset():
+    sac = make(SAC, action_spec=BOX2, use_sde=True, sde_sample_interval=3, sde_log_std_init=0.0)
+    step = observations(4)
+    state = sac.initial_state(4)
+    assert state.weights.shape == (4, 16, 2) and state.steps.dtype == tf.int32  # [copies, features, actions]
+    first = sac.rollout(step, state)
+    second = sac.rollout(step, first.state)
+    third = sac.rollout(step, second.state)
+    np.testing.assert_array_equal(first.action, second.action)  # the same state, the same held push
+    np.testing.assert_array_equal(first.action, third.action)
+    assert not np.allclose(first.action[0], first.action[1])  # each copy its own weights
+    redrawn = sac.rollout(step, third.state)  # 3 steps since the draw: a new one
+    assert not np.allclose(redrawn.action, first.action)
+    np.testing.assert_array_equal(third.state.steps, [3, 3, 3, 3])
+    reset = SDEState(tf.zeros_like(third.state.weights), tf.zeros([4], tf.int32))  # what the core does at FIRST
+    assert not np.allclose(sac.rollout(step, reset).action, first.action)
+
+
+def test_sde_without_an_interval_keeps_its_draw_for_the_whole_episode():
+    sac = make(SAC, use_sde=True, sde_log_std_init=0.0)
+    step, state = observations(2), sac.initial_state(2)
+    actions = []
+    for _ in range(12):
+        out = sac.rollout(step, state)
+        actions.append(out.action.numpy())
+        state = out.state
+    np.testing.assert_array_equal(actions[0], actions[-1])
+
+
+def test_sde_rollout_noise_has_the_variance_the_learner_trains_with():
+    noise = StateDependentNoise(4, 2, log_std_init=-0.5, sample_interval=0)
+    noise.log_std.assign(tf.constant([[-0.5, 0.3], [0.1, -1.0], [0.0, 0.2], [-2.0, 0.5]]))
+    copies = 40_000
+    features = tf.tile(tf.constant([[0.5, -1.0, 0.3, 2.0]]), [copies, 1])
+    state = SDEState(tf.zeros([copies, 4, 2]), tf.zeros([copies], tf.int32))
+    loc = tf.zeros([copies, 2])
+    action, _ = noise.explore(loc, features, state)
+    empirical = np.var(np.arctanh(np.clip(action.numpy(), -1 + 1e-7, 1 - 1e-7)), axis=0)
+    expected = noise._variance(features[:1]).numpy()[0]
+    np.testing.assert_allclose(empirical, expected, rtol=0.05)
+
+
+def test_sde_log_prob_is_the_squashed_normal_of_its_state_dependent_scale():
+    noise = StateDependentNoise(3, 2, log_std_init=-1.0, sample_interval=0)
+    loc = tf.constant([[0.3, -1.5], [2.5, 0.1]])  # 2.5: clipped to 2 as gSDE does
+    features = tf.constant([[1.0, -2.0, 0.5], [0.2, 0.0, 3.0]])
+    action, log_prob = noise.sample(loc, features)
+    scale = tf.sqrt(noise._variance(features) + 1e-6)
+    squashed = tfp.distributions.TransformedDistribution(
+        tfp.distributions.Normal(tf.clip_by_value(loc, -2.0, 2.0), scale), tfp.bijectors.Tanh())
+    np.testing.assert_allclose(log_prob, tf.reduce_sum(squashed.log_prob(action), -1), rtol=1e-3, atol=1e-3)
+
+
+def test_sac_with_sde_learns_its_noise_scale_and_acts_greedily_without_it():
+    sac = make(SAC, use_sde=True)
+    sac.build()
+    before = values([sac.sde.log_std])
+    info = None
+    for _ in range(3):
+        info = update(sac, experience([[M, M, M], [M, M, M]]))
+    assert moved(before, [sac.sde.log_std])  # trained by the actor's loss, with the actor's optimizer
+    assert "sde_std" in info.diagnostics
+    step, state = observations(2), sac.initial_state(2)
+    np.testing.assert_array_equal(sac.predict(step, state).action, sac.predict(step, state).action)
+    assert sac.predict(step, state).state is state  # the greedy policy leaves the noise alone
+
+
+def test_plain_sac_and_td3_have_no_policy_state():
+    assert make(SAC).state_spec == () and make(TD3).state_spec == ()
+
+
+def test_ornstein_uhlenbeck_noise_reverts_to_zero_and_keeps_its_direction():
+    ou = OrnsteinUhlenbeckNoise(1, sigma=0.5)
+    tf.random.set_seed(3)
+    copies = 20_000
+    x = tf.ones([copies, 1])
+    nxt = ou.step(x).numpy()
+    assert nxt.mean() == pytest.approx(1 - 0.15 * 0.01, abs=0.002)  # theta dt pulls it back
+    assert nxt.std() == pytest.approx(0.5 * 0.1, rel=0.05)  # sigma sqrt(dt) per step
+    walk = tf.zeros([copies, 1])
+    for _ in range(100):
+        walk = ou.step(walk)
+    assert walk.numpy().std() == pytest.approx(0.5 * 0.1 * np.sqrt(100), rel=0.1)  # about sigma sqrt(dt t)
+
+
+def test_td3_with_ornstein_uhlenbeck_carries_its_noise_in_the_state():
+    td3 = make(TD3, exploration_noise=0.5, exploration_noise_type="ornstein-uhlenbeck")
+    assert td3.state_spec.shape == (1,)
+    step, state = observations(3), td3.initial_state(3)
+    out = td3.rollout(step, state)
+    greedy = td3.predict(step, state).action
+    unit_noise = (out.action - greedy) / 2.0  # BOX spans [-2, 2]: half its range is 2
+    np.testing.assert_allclose(unit_noise, out.state, atol=1e-5)  # the action's noise is the new state
+    assert np.all(np.abs(out.state.numpy()) < 0.5)  # one step from 0: sigma sqrt(dt) = 0.05 a step
+
+
+def test_engine_trains_and_restores_sac_with_sde(tmp_path):
+    from rlengine.run.engine import Engine
+
+    raw = {"train": {"algorithm": "sac", "env": "Pendulum-v1", "num_envs": 2, "unroll_length": 4,
+                     "num_env_steps": 120, "writers": [], "eval_interval": 15, "num_eval_episodes": 1,
+                     "root_dir": str(tmp_path)},
+           "sac": {"hidden_sizes": [16, 16], "mini_batch_size": 8, "initial_collect_steps": 16,
+                   "use_sde": True, "sde_sample_interval": 8}}
+    result = Engine(raw).train()
+    assert result.env_steps == 120 and np.isfinite(result.eval_return)
     assert np.isfinite(Engine(raw).evaluate(num_episodes=1)["eval/average_return"])  # the checkpoint restores

@@ -47,7 +47,7 @@ from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters, params_spec
 from rlengine.collect.policy_step import reset_where_first
 from rlengine.errors import NonFiniteError
-from rlengine.learn.replay import rows_to_store
+from rlengine.learn.replay import kept_in_replay, rows_to_store
 from rlengine.learn.reward_scale import RewardScale
 
 
@@ -143,7 +143,7 @@ class Learner:
         """
         if self.reward_scale is not None:
             self.reward_scale.observe(tf.nest.map_structure(lambda x: x[begin:], experience))
-        self.buffer.add(rows_to_store(experience, begin))
+        self.buffer.add(rows_to_store(kept_in_replay(experience, self.algorithm), begin))
 
     def _train_from_replay(self, num_updates: Any) -> dict:
         """Sample and update ``num_updates`` times (on ``train.device``); returns the average losses."""

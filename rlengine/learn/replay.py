@@ -48,6 +48,13 @@ def rows_to_store(experience: Any, begin: Any = 1) -> Any:
     return tf.nest.map_structure(lambda x: tf.reshape(x[begin:], [-1, *x.shape[2:]]), experience)
 
 
+def kept_in_replay(experience: Any, algorithm: Any) -> Any:
+    """What replay keeps of an experience (or of its spec): the policy state only for an algorithm that starts
+    sampled sequences from it (``use_rollout_state``). Any other state, such as exploration noise held across
+    steps, would cost replay memory for nothing: training starts from the initial state."""
+    return experience if algorithm.use_rollout_state else experience._replace(state=())
+
+
 class Sample(NamedTuple):
     """What :meth:`ReplayBuffer.sample` returns."""
 

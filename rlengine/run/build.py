@@ -24,7 +24,7 @@ from rlengine.collect.transformers import TransformerChain
 from rlengine.config import RunConfig
 from rlengine.errors import ConfigError
 from rlengine.learn.learner import Learner
-from rlengine.learn.replay import ReplayBuffer
+from rlengine.learn.replay import ReplayBuffer, kept_in_replay
 from rlengine.learn.replay_frames import replay_frame_stacks
 from rlengine.learn.reward_scale import RewardScale
 from rlengine.plugin.manager import Plugins
@@ -265,10 +265,11 @@ def make_replay_buffer(config: RunConfig, algorithm: Algorithm, specs: RunSpecs,
                           f"{needed_capacity} (num_envs x max(mini_batch_length, unroll_length))")
     frame_stacks = replay_frame_stacks(stacked_frames, specs, cfg.env)
     # Sized before allocating: too big a buffer is an out-of-memory traceback, or the kernel's kill.
-    buffer_bytes = ReplayBuffer.bytes_needed(specs.experience, cfg.num_envs, algorithm.replay_capacity,
+    spec = kept_in_replay(specs.experience, algorithm)
+    buffer_bytes = ReplayBuffer.bytes_needed(spec, cfg.num_envs, algorithm.replay_capacity,
                                              algorithm.prioritized_replay, frame_stacks)
     check_fits(buffer_bytes, "the replay buffer", f"{name}.replay_capacity", algorithm.replay_capacity, needed_capacity)
-    return ReplayBuffer(specs.experience, cfg.num_envs, algorithm.replay_capacity,
+    return ReplayBuffer(spec, cfg.num_envs, algorithm.replay_capacity,
                         sequence_length=algorithm.mini_batch_length, prioritized=algorithm.prioritized_replay,
                         priority_alpha=algorithm.priority_alpha, frame_stacks=frame_stacks)
 

@@ -17,9 +17,8 @@ enough to find the reward. Two remedies, both restarted with each episode
   mean-reverting random walk per copy and action dimension, as the RL Zoo's
   TD3 on MountainCarContinuous uses.
 
-The policy state is stored with each replay row: ``features x actions`` floats
-per row for gSDE (64 for the MountainCarContinuous preset), ``actions`` for
-Ornstein-Uhlenbeck.
+Replay does not keep this state (the core stores a policy state only for an
+algorithm with ``use_rollout_state``): training needs none of it.
 """
 
 from __future__ import annotations

@@ -555,3 +555,28 @@ def test_engine_trains_and_restores_sac_with_sde(tmp_path):
     result = Engine(raw).train()
     assert result.env_steps == 120 and np.isfinite(result.eval_return)
     assert np.isfinite(Engine(raw).evaluate(num_episodes=1)["eval/average_return"])  # the checkpoint restores
+
+
+@pytest.mark.parametrize("algorithm, options, stored", [
+    ("sac", {"use_sde": True}, False),  # the held noise: training starts from the initial state
+    ("td3", {"exploration_noise_type": "ornstein-uhlenbeck"}, False),
+    ("dqn", {"lstm_size": 8, "mini_batch_length": 3, "n_step": 1}, True),  # use_rollout_state: starts from it
+])
+def test_replay_keeps_the_policy_state_only_where_training_starts_from_it(tmp_path, algorithm, options, stored):
+    from rlengine.run.build import build_components
+    from rlengine.run.engine import Engine
+
+    env = "CartPole-v1" if algorithm == "dqn" else "Pendulum-v1"
+    raw = {"train": {"algorithm": algorithm, "env": env, "num_envs": 2, "unroll_length": 4, "writers": [],
+                     "eval_interval": 0, "root_dir": str(tmp_path)},
+           algorithm: {"hidden_sizes": [8], "mini_batch_size": 4, "initial_collect_steps": 8, **options}}
+    engine = Engine(raw)
+    parts = build_components(engine.config, engine.plugins, str(tmp_path), writers=False)
+    try:
+        assert tf.nest.flatten(parts.specs.experience.state)  # every one has a policy state to carry
+        assert bool(tf.nest.flatten(parts.buffer._layout.spec.state)) == stored
+        parts.pipeline.start()
+        parts.pipeline.iterate(0)
+        parts.pipeline.iterate(8)  # stored and trained on, through Learner.store
+    finally:
+        parts.close()

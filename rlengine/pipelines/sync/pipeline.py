@@ -31,7 +31,7 @@ from rlengine.api.placement import actor_device
 from rlengine.collect import env_state as env_state_lib
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.unroll import Carry
-from rlengine.learn.replay import ReplayBuffer
+from rlengine.learn.replay import ReplayBuffer, kept_in_replay
 from rlengine.pipelines.sync.collector import Collector
 
 
@@ -152,7 +152,7 @@ class OffPolicyPipeline(SyncPipeline):
 
     def start(self) -> None:
         super().start()
-        self.buffer.add(self.carry.experience)  # the first row; later unrolls store rows 1..T
+        self.buffer.add(kept_in_replay(self.carry.experience, self.algorithm))  # the first row; later: rows 1..T
 
     def _restarts(self) -> Any:
         """How often the (fault-guarded) environment has been recreated, read when the graph runs."""

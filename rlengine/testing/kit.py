@@ -206,6 +206,28 @@ def testing_plugin() -> TestingPlugin:
 testing_plugin.__test__ = False  # type: ignore[attr-defined]  # not a pytest test, despite its name
 
 
+class TrackedCountingEnv(CountingEnv):
+    """``counting`` that keeps every instance made in ``made`` (reset it first): the core may wrap
+    environments, so a test counting the copies a run made, or checking they were closed, looks here."""
+
+    made: list = []
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        TrackedCountingEnv.made.append(self)
+
+
+class _RegistersTracked:
+    @hookimpl
+    def rlengine_register_environments(self, register: Any) -> None:
+        register("tracked", TrackedCountingEnv)
+
+
+def tracked_env_plugin() -> Any:
+    """A plugin registering :class:`TrackedCountingEnv` as ``tracked``."""
+    return _RegistersTracked()
+
+
 def tiny_config(root_dir: str = "", **train: Any) -> dict:
     """A raw config that runs in about a second with the testing plugins."""
     # no checkpoints by the clock: on a busy machine they would land at other iterations from run to run

@@ -4,7 +4,7 @@ import pytest
 
 from rlengine import hookimpl
 from rlengine.run.engine import Engine
-from rlengine.testing import CountingEnv, HookRecorder, testing_plugin, tiny_config
+from rlengine.testing import HookRecorder, TrackedCountingEnv, testing_plugin, tiny_config, tracked_env_plugin
 
 
 def _engine(tmp_path, recorder, extra=(), **train):
@@ -40,31 +40,17 @@ class Boom:
             raise RuntimeError("boom")
 
 
-class TrackedCounting(CountingEnv):
-    made: list = []  # every instance (the core may wrap environments, so keep them here)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        TrackedCounting.made.append(self)
-
-
-class RegistersTracked:
-    @hookimpl
-    def rlengine_register_environments(self, register):
-        register("tracked", TrackedCounting)
-
-
 def test_train_end_runs_when_the_run_fails_and_environments_close(tmp_path):
     recorder = HookRecorder()
-    TrackedCounting.made = []
-    engine = _engine(tmp_path, recorder, extra=[("boom", Boom()), ("tracked", RegistersTracked())], env="tracked")
+    TrackedCountingEnv.made = []
+    engine = _engine(tmp_path, recorder, extra=[("boom", Boom()), ("tracked", tracked_env_plugin())], env="tracked")
     with pytest.raises(Exception, match="boom") as raised:  # the core may wrap it to name the plugin
         engine.train()
     # Boom (registered after the recorder) runs first at iteration 2, so the recorder never sees it;
     # after the failure only the last checkpoint (iteration 2 is complete) and train_end, with the exception.
     assert recorder.calls == ["configure", "train_start", "iteration_end:1", "checkpoint_saved:2",
                               f"train_end:{type(raised.value).__name__}"]
-    assert len(TrackedCounting.made) == 2 and all(env.closed for env in TrackedCounting.made)  # train and eval
+    assert len(TrackedCountingEnv.made) == 2 and all(env.closed for env in TrackedCountingEnv.made)  # train and eval
 
 
 def test_target_return_stops_early(tmp_path):

@@ -5,10 +5,9 @@ import sys
 
 import pytest
 
-from rlengine import hookimpl
 from rlengine.run import startup
 from rlengine.run.engine import Engine
-from rlengine.testing import CountingEnv, MemoryWriter, testing_plugin, tiny_config
+from rlengine.testing import MemoryWriter, TrackedCountingEnv, testing_plugin, tiny_config, tracked_env_plugin
 
 PHASES = ["startup/config", "startup/build", "startup/restore", "startup/first_iteration"]
 
@@ -56,30 +55,16 @@ def test_process_age_counts_from_the_process_start():
     assert 0.5 <= age < 30
 
 
-class TrackedCounting(CountingEnv):
-    made: list = []
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        TrackedCounting.made.append(self)
-
-
-class RegistersTracked:
-    @hookimpl
-    def rlengine_register_environments(self, register):
-        register("tracked", TrackedCounting)
-
-
 def test_a_run_that_never_evaluates_makes_no_evaluation_copies_and_can_still_be_evaluated(tmp_path):
-    TrackedCounting.made = []
-    extra = [("tracked", RegistersTracked())]
+    TrackedCountingEnv.made = []
+    extra = [("tracked", tracked_env_plugin())]
     result = _engine(tmp_path, extra, env="tracked", eval_interval=0).train()
-    assert [env.num_envs for env in TrackedCounting.made] == [2]  # the training copies only
+    assert [env.num_envs for env in TrackedCountingEnv.made] == [2]  # the training copies only
     assert result.eval_history == () and result.iterations == 4
     resumed = _engine(tmp_path, extra, True, env="tracked", eval_interval=0, num_env_steps=48).train()  # resumes
     assert resumed.iterations == 6
-    TrackedCounting.made = []
+    TrackedCountingEnv.made = []
     scores = _engine(tmp_path, extra, env="tracked", eval_interval=0, num_env_steps=48).evaluate(num_episodes=2)
     assert scores["eval/episodes"] == 2.0  # evaluating on demand builds its copies
-    assert sorted(env.num_envs for env in TrackedCounting.made) == [2, 2]
-    assert all(env.closed for env in TrackedCounting.made)
+    assert sorted(env.num_envs for env in TrackedCountingEnv.made) == [2, 2]
+    assert all(env.closed for env in TrackedCountingEnv.made)

@@ -141,7 +141,7 @@ class Trainer:
         metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
         metrics.update(step.metrics or {})
         first = not self.startup.done
-        if first:  # reported once, on a row of its own: the first iteration this Engine ran
+        if first:  # reported once, on the row of the first iteration this Engine ran (written whatever the interval)
             self.startup_metrics = self.startup.finish("first_iteration")
             metrics.update(self.startup_metrics)
         t3 = time.perf_counter()

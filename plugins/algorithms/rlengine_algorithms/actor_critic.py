@@ -44,7 +44,9 @@ class ActorCriticConfig:
     #: nonlinearity of the hidden layers of both MLPs
     activation: str = attrs.field(default="tanh", validator=attrs.validators.in_(["tanh", "relu", "elu"]))
     lstm_size: int = attrs.field(default=0, validator=attrs.validators.ge(0))  # 0: no LSTM
-    learning_rate: float = attrs.field(default=7e-4, validator=_pos)  # Adam step size at the start (lr_schedule)
+    learning_rate: float = attrs.field(default=7e-4, validator=_pos)  # step size at the start (lr_schedule)
+    #: "adam" (epsilon 1e-5), or "rmsprop" as SB3's A2C (rho 0.99, epsilon 1e-5 outside the square root)
+    optimizer: str = attrs.field(default="adam", validator=attrs.validators.in_(["adam", "rmsprop"]))
     lr_schedule: str = attrs.field(default="constant", validator=_schedules)  # linear: decays to 0 by the run's end
     gamma: float = attrs.field(default=0.99, validator=_unit)  # discount of future rewards, per step
     #: GAE lambda; 1: Monte-Carlo returns bootstrapped at the unroll's end, 0: one-step TD
@@ -147,7 +149,11 @@ class ActorCritic(Algorithm):
         self.torso = Torso(*self._encoders(config, name), config.hidden_sizes, config.lstm_size, config.activation)
         self.value_head = dense(1, 1.0, "value")
         lr = LinearDecay(config.learning_rate, self.progress, config.lr_schedule == "linear")
-        self.optimizer = tf_keras.optimizers.Adam(lr, epsilon=1e-5)
+        if config.optimizer == "rmsprop":
+            # Keras adds epsilon inside the square root, torch (SB3) outside: sqrt(v + 1e-10) stands for sqrt(v) + 1e-5
+            self.optimizer = tf_keras.optimizers.RMSprop(lr, rho=0.99, epsilon=1e-10)
+        else:
+            self.optimizer = tf_keras.optimizers.Adam(lr, epsilon=1e-5)
 
     def _encoders(self, config, name: str) -> tuple:
         """The actor's (or shared) encoder and the critic's own one, or None when shared."""

@@ -83,3 +83,23 @@ def _multi_discrete_env():
             return np.zeros(2, np.float32), 0.0, True, False, {}
 
     return Env()
+
+
+@pytest.mark.parametrize("gradient", [0.1, -0.02, 3.0])
+def test_ac_rmsprop_steps_as_sb3s_torch_rmsprop(gradient):
+    from rlengine_algorithms.actor_critic import ActorCritic, ActorCriticConfig
+
+    from rlengine import BoundedTensorSpec, TimeStep
+
+    s = tf.TensorSpec
+    spec = TimeStep(s([], tf.int32), s([], tf.float32), s([], tf.float32), s([4], tf.float32), s([2]),
+                    s([], tf.int32))
+    ac = ActorCritic(spec, BoundedTensorSpec([], tf.int32, 0, 1), ActorCriticConfig(optimizer="rmsprop",
+                                                                                     learning_rate=0.01))
+    variable = tf.Variable([1.0])
+    ac.optimizer.apply_gradients([(tf.constant([gradient]), variable)])
+    square_avg = (1 - 0.99) * gradient ** 2  # torch: v = alpha v + (1 - alpha) g^2, then g / (sqrt(v) + eps)
+    expected = 1.0 - 0.01 * gradient / (np.sqrt(square_avg) + 1e-5)
+    # within 1%: sqrt(v + 1e-10) stands for sqrt(v) + 1e-5; they part only for gradients near 1e-4 and below
+    assert variable.numpy()[0] == pytest.approx(expected, rel=1e-2)
+    assert abs(variable.numpy()[0] - 1.0) > 0.05  # RMSprop's first step is about lr * 10, not Adam's lr

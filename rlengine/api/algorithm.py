@@ -128,7 +128,9 @@ class Algorithm(tf.Module):
     priority_alpha: float = 0.6
     priority_beta: float = 0.4
     #: Recurrent off-policy training starts each sampled sequence from the
-    #: stored rollout state instead of zeros.
+    #: stored rollout state instead of zeros. Without it replay does not keep
+    #: the policy state at all (e.g. exploration noise held across steps), and
+    #: sampled rows carry the initial state (zeros).
     use_rollout_state: bool = False
 
     def build(self) -> None:

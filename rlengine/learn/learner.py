@@ -156,6 +156,8 @@ class Learner:
         def one_update(i, totals):
             sample = self.buffer.sample(algorithm.mini_batch_size, algorithm.priority_beta)
             experience = tf.nest.map_structure(swap_leading, sample.experience)  # [L, B]
+            if algorithm.needs_time_dimension:  # its train loop carries the state, so its rows must have one
+                experience = self._with_state(experience)
             if self.reward_scale is not None:  # the buffer's rewards are raw: scaled as of now
                 experience = self.reward_scale.scaled(experience)
             batch = algorithm.preprocess_experience(self._with_distributions(experience))
@@ -175,6 +177,15 @@ class Learner:
         _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
                                   (tf.constant(0), self._zero_totals()), parallel_iterations=1)
         return self._with_reward_scale(_averages(totals, num_updates))
+
+    def _with_state(self, batch: Any) -> Any:
+        """Replayed ``[L, B]`` rows with a ``state`` field as the specs have it: replay keeps no policy state
+        for an algorithm that starts from the initial one (:func:`kept_in_replay`), so its rows carry zeros."""
+        if tf.nest.flatten(batch.state) or not tf.nest.flatten(self.specs.experience.state):
+            return batch
+        rows = tf.shape(batch.step_type)[:2]
+        return batch._replace(state=tf.nest.map_structure(
+            lambda s: tf.zeros(tf.concat([rows, s.shape.as_list()], 0), s.dtype), self.specs.experience.state))
 
     def _with_reward_scale(self, summaries: dict) -> dict:
         if self.reward_scale is not None:

@@ -69,6 +69,7 @@ class RunnerFleet:
         self.requests = 0
         self.descriptions: list = [None] * num_runners  # what each runner's current life answered describe
         self.incarnations: list = [None] * num_runners  # of each runner's current life
+        self.failed_incarnations: list = [None] * num_runners  # of each runner's last failed life
         # each runner's unrolls are handed on in the order it collected them (the replay's rows and row 0 of
         # each unroll rely on it), though ray.wait may see a later one ready first
         self.expected = [0] * num_runners  # the sequence number each runner's next unroll must have
@@ -184,6 +185,13 @@ class RunnerFleet:
             time.sleep(WAIT_SLICE)
             self.starting[self.actors[r].describe.remote()] = r
             return
+        if description["incarnation"] == self.failed_incarnations[r]:
+            # the failed life answered before its kill landed: requests sent now would meet the restart
+            if time.monotonic() - self.progress[r] > self.start_timeout:
+                raise WorkerError(f"ray runner {r} could not be restarted: its failed process still answers")
+            time.sleep(WAIT_SLICE)
+            self.starting[self.actors[r].describe.remote()] = r
+            return
         self.check_description(description)
         self.descriptions[r] = description
         self.incarnations[r], self.expected[r], self.early[r] = description["incarnation"], 0, {}
@@ -203,6 +211,7 @@ class RunnerFleet:
         log.warning("ray runner %d failed (%s); restarting it (%d of ray.max_runner_restarts = %d)",
                     r, cause, self.restarts[r], self.max_restarts)
         self.in_flight = {ref: q for ref, q in self.in_flight.items() if q.runner != r}
+        self.failed_incarnations[r] = self.incarnations[r]
         self.early[r], self.incarnations[r] = {}, None  # its unrolls still to come would follow a lost one
         self.deliverable = collections.deque(u for u in self.deliverable if u.runner != r)
         if kill if kill is not None else isinstance(error, RayTaskError):  # alive but broken: Ray restarts it

@@ -68,6 +68,10 @@ class StateDependentNoise(tf.Module):
         """``[B, actions]``: the variance of ``phi @ (sigma * W)``; the features carry no gradient here."""
         return tf.matmul(tf.square(tf.stop_gradient(features)), tf.exp(2.0 * self.log_std))
 
+    def greedy(self, loc):
+        """The greedy action in [-1, 1]: the clipped mean, squashed."""
+        return tf.tanh(tf.clip_by_value(loc, -self.MEAN_CLIP, self.MEAN_CLIP))
+
     def explore(self, loc, features, state: SDEState):
         """The rollout's ``(action in [-1, 1], next state)``: the held weights, drawn anew where due."""
         due = tf.equal(state.steps, 0)

@@ -137,7 +137,7 @@ class SAC(OffPolicyAlgorithm):
         """``(loc, log std, last hidden features)``; the log std is None with gSDE (it has its own)."""
         hidden, out = self.actor.features_and_output(features)
         if self.sde is not None:
-            return tf.clip_by_value(out[0], -self.sde.MEAN_CLIP, self.sde.MEAN_CLIP), None, hidden[0]
+            return out[0], None, hidden[0]  # the sde clips the mean where it uses it
         loc, log_std = tf.split(out[0], 2, axis=-1)
         return loc, tf.clip_by_value(log_std, LOG_STD_MIN, LOG_STD_MAX), hidden[0]
 
@@ -148,7 +148,8 @@ class SAC(OffPolicyAlgorithm):
 
     def predict(self, time_step, state) -> PolicyStep:
         loc, _, _ = self._actor(self.actor_encoder(time_step.observation))
-        return PolicyStep(self.scale.to_env(tf.tanh(loc)), state, ())
+        unit = tf.tanh(loc) if self.sde is None else self.sde.greedy(loc)
+        return PolicyStep(self.scale.to_env(unit), state, ())
 
     def rollout(self, time_step, state) -> PolicyStep:
         loc, log_std, hidden = self._actor(self.actor_encoder(time_step.observation))

@@ -2,11 +2,10 @@
 returns.
 
     python benchmarks/zoo_table.py [PAIR ...] [--seeds 3] [--fraction 1.0 | --env-steps N] [--evaluations 10]
-                                   [--runs-dir DIR]
+                                   [--runs-dir DIR] [--jobs 1]
 
 A pair is a preset name, ``<algorithm>/<env id>`` (``rlengine plugins`` lists them; the default is the pairs that
-fit a few minutes each here, ``CHEAP``). Each seed is a fresh ``rlengine`` process, one after the other (two at a
-time would share two cores and measure nothing), with the preset's settings, no early stop, the budget given
+fit a few minutes each here, ``CHEAP``). Each seed is a fresh ``rlengine`` process, one after the other by default, with the preset's settings, no early stop, the budget given
 (default: the Zoo's, the preset's ``train.num_env_steps``) and about ``--evaluations`` evaluations spread over it
 (the last at the end). Prints per pair: env steps, the final and best evaluation returns (mean +- std over seeds),
 the Zoo's published return and budget (from the preset's header), the ratio (final / Zoo where the Zoo's return is
@@ -26,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -90,6 +90,7 @@ def main() -> None:
     parser.add_argument("--env-steps", type=int, default=0, help="a budget for every pair (overrides --fraction)")
     parser.add_argument("--evaluations", type=int, default=10)
     parser.add_argument("--runs-dir", default="", help="where the runs are kept (default: a new temporary dir)")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once (seconds per seed then share cores)")
     args = parser.parse_args()
     runs_dir = args.runs_dir or tempfile.mkdtemp(prefix="rlengine-zoo-")
     print(f"runs in {runs_dir}")
@@ -100,7 +101,9 @@ def main() -> None:
         zoo_mean, zoo_std, zoo_budget = zoo_figures(path)
         env_steps = args.env_steps or int(zoo_budget * args.fraction)
         train = read_toml(path)["train"]
-        runs = [run_seed(pair, seed, env_steps, args.evaluations, train, runs_dir) for seed in range(args.seeds)]
+        with ThreadPoolExecutor(args.jobs) as pool:
+            runs = list(pool.map(lambda seed: run_seed(pair, seed, env_steps, args.evaluations, train, runs_dir),
+                                 range(args.seeds)))
         finals, bests, seconds = ([r[i] for r in runs] for i in range(3))
         zoo = "(none published)" if zoo_mean is None else f"{zoo_mean:8.1f} +- {zoo_std:6.1f}"
         ratio = "-" if not zoo_mean or not np.mean(finals) else (

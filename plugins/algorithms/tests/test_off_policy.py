@@ -204,6 +204,23 @@ def test_td3_applies_actor_gradients_and_moves_targets_every_second_update():
         assert moved(targets, target_vars) == (k % 2 == 0)
 
 
+def test_td3_skips_the_actor_passes_between_its_updates_and_reports_its_latest_loss():
+    td3 = make(TD3)  # policy_delay 2: updates 2, 4, ... train the actor
+    td3.build()
+    exp = experience([[M, M], [M, M]])
+    actor_vars = set(v.ref() for v in td3.optimizers[0][1])
+    reported = []
+    for k in range(1, 5):
+        loss_info, grads_and_vars = losses_and_grads(td3, exp)
+        actor_grads = [g for g, v in grads_and_vars if v.ref() in actor_vars]
+        assert any(np.any(g.numpy() != 0) for g in actor_grads) == (k % 2 == 0)
+        td3.apply_gradients(grads_and_vars)
+        td3.after_update()
+        reported.append(float(loss_info.extra["actor"]))
+    assert reported[0] == 0.0 and reported[1] != 0.0  # nothing before the actor's first update
+    assert reported[2] == reported[1] and reported[3] != reported[2]  # the latest update's loss in between
+
+
 def test_dqn_epsilon_decays_linearly_over_the_exploration_fraction():
     dqn = make(DQN, DISCRETE, exploration_fraction=0.2, epsilon_start=1.0, epsilon_end=0.05)
     for progress, expected in [(0.0, 1.0), (0.1, 0.525), (0.2, 0.05), (0.9, 0.05)]:

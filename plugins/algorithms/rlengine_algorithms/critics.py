@@ -1,7 +1,7 @@
 """Pieces shared by the off-policy algorithms (SAC, TD3, DQN).
 
-* :class:`StackedMLP`: several same-shaped MLPs (twin critics) evaluated as
-  one batched matmul per layer, built eagerly so target copies exist at once.
+* :class:`StackedMLP`: several same-shaped MLPs (twin critics) whose layers are
+  stacked variables, built eagerly so target copies exist at once.
 * :func:`to_transitions`: replayed ``[T, B]`` sequences -> n-step transitions.
 * :class:`OffPolicyAlgorithm`: the replay attributes from the config, several
   optimizers, target-network updates every ``period`` applied updates.
@@ -89,10 +89,13 @@ def target_encoder(algorithm, encoder, scope: str):
 
 
 class StackedMLP(tf.Module):
-    """``num`` independent MLPs of the same shape, one batched matmul per layer.
+    """``num`` independent MLPs of the same shape, kept as stacked variables.
 
     Input ``[B, in]`` (shared by all members) or ``[num, B, in]``; output
-    ``[num, B, out]``. Twin critics this way cost one op chain instead of two.
+    ``[num, B, out]``. Each layer's weights are one ``[num, in, out]``
+    variable (one optimizer slot, one target copy, one Polyak op), but each
+    member runs its own matmul chain: a batched matmul of the twin critics
+    forward and backward took 1.2-1.4x the time of two plain ones on this CPU.
     Variables are created here, from the known input width, so target copies
     can be made right away.
     """
@@ -129,19 +132,20 @@ class StackedMLP(tf.Module):
     def features_and_output(self, x, members: int = 0):
         """``(input of the last layer, output)``: the features a linear head sees, and what it gives."""
         k = members or self.num
-        if x.shape.rank == 2:
-            x = x[None]  # broadcasts in the batched matmul, no copy per member
-        last = len(self.weights) - 1
-        features = x
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if k < self.num:
-                w, b = w[:k], b[:k]
-            if i == last:
-                features = x
-            x = tf.matmul(x, w) + b
-            if i < last:
-                x = self.activation(x)
-        return features, x
+        inputs = [x] * k if x.shape.rank == 2 else tf.unstack(x, num=self.num)[:k]
+        features, outputs = [], []
+        layers = [(tf.unstack(w, num=self.num), tf.unstack(b, num=self.num))
+                  for w, b in zip(self.weights, self.biases)]
+        last = len(layers) - 1
+        for m, h in enumerate(inputs):
+            for i, (w, b) in enumerate(layers):
+                if i == last:
+                    features.append(h)
+                h = tf.matmul(h, w[m]) + b[m]
+                if i < last:
+                    h = self.activation(h)
+            outputs.append(h)
+        return tf.stack(features), tf.stack(outputs)
 
 
 def soft_update(targets: list, sources: list, tau: float) -> None:

@@ -3,7 +3,7 @@
 A tanh-squashed Gaussian actor, twin critics with Polyak-averaged targets
 and a learned entropy temperature ``alpha``. Every update computes the three
 losses from one pass over the batch and takes one gradient per loss from the
-same (persistent) tape; the two critics run as one batched network.
+same (persistent) tape; the two critics are one stacked network.
 
 Networks work in ``[-1, 1]`` action units (``ActionScale``): log-probabilities
 are of the rescaled action, so ``target_entropy = -action_dim`` means the

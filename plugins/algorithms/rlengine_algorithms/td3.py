@@ -1,6 +1,6 @@
 """TD3: twin delayed deep deterministic policy gradient, for bounded Box actions.
 
-A deterministic tanh actor, twin critics (one batched network), target
+A deterministic tanh actor, twin critics (one stacked network), target
 policy smoothing, and delayed actor and target updates: the actor's
 gradients are applied, and both targets moved, every ``policy_delay``-th
 update only. The other updates skip the actor's forward and backward

@@ -5,14 +5,16 @@ returns.
                                    [--runs-dir DIR] [--jobs 1]
 
 A pair is a preset name, ``<algorithm>/<env id>`` (``rlengine plugins`` lists them; the default is the pairs that
-fit a few minutes each here, ``CHEAP``). Each seed is a fresh ``rlengine`` process, one after the other by default, with the preset's settings, no early stop, the budget given
-(default: the Zoo's, the preset's ``train.num_env_steps``) and about ``--evaluations`` evaluations spread over it
-(the last at the end). Prints per pair: env steps, the final and best evaluation returns (mean +- std over seeds),
-the Zoo's published return and budget (from the preset's header), the ratio (final / Zoo where the Zoo's return is
-positive, Zoo / final where it is negative: at least 1 is as good as the Zoo either way), whether the final mean reaches the
-Zoo's mean minus one std ("meets"; "-" below the Zoo's budget, where only a side-by-side run of Stable-Baselines3
-at the same budget compares), and the wall-clock seconds a seed took (evaluation included). The runs are kept
-under ``--runs-dir``, ``<algorithm>_<env id>/seed<N>``, for ``rlengine plot`` to draw their curves.
+fit a few minutes each here, ``CHEAP``). Each seed is a fresh ``rlengine`` process, one after the other by default,
+with the preset's settings, no early stop, the budget given (default: the Zoo's, the preset's
+``train.num_env_steps``) and about ``--evaluations`` evaluations spread over it (the last at the end).
+
+Prints per pair: env steps, the final and best evaluation returns (mean +- std over seeds), the Zoo's published
+return and budget (from the preset's header), the ratio (final / Zoo where the Zoo's return is positive, Zoo /
+final where it is negative: at least 1 is as good as the Zoo either way), whether the final mean reaches the Zoo's
+mean minus one std ("meets"; "-" below the Zoo's budget, where only a side-by-side run of Stable-Baselines3 at the
+same budget compares), and the wall-clock seconds a seed took (evaluation included). The runs are kept under
+``--runs-dir``, ``<algorithm>_<env id>/seed<N>``, for ``rlengine plot`` to draw their curves.
 """
 
 from __future__ import annotations

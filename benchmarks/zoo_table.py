@@ -1,8 +1,8 @@
 """The RL Zoo parity table: first-party presets (the Zoo's settings) run over seeds, against the Zoo's published
 returns.
 
-    python benchmarks/zoo_table.py [PAIR ...] [--seeds 3] [--fraction 1.0 | --env-steps N] [--evaluations 10]
-                                   [--runs-dir DIR] [--jobs 1]
+    python benchmarks/zoo_table.py [PAIR ...] [--seeds 3] [--first-seed 0] [--fraction 1.0 | --env-steps N]
+                                   [--evaluations 10] [--runs-dir DIR] [--jobs 1]
 
 A pair is a preset name, ``<algorithm>/<env id>`` (``rlengine plugins`` lists them; the default is the pairs that
 fit a few minutes each here, ``CHEAP``). Each seed is a fresh ``rlengine`` process, one after the other by default,
@@ -88,6 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("pairs", nargs="*", default=CHEAP)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds run: first-seed ... first-seed + seeds - 1")
     parser.add_argument("--fraction", type=float, default=1.0, help="of the Zoo's budget")
     parser.add_argument("--env-steps", type=int, default=0, help="a budget for every pair (overrides --fraction)")
     parser.add_argument("--evaluations", type=int, default=10)
@@ -105,7 +106,7 @@ def main() -> None:
         train = read_toml(path)["train"]
         with ThreadPoolExecutor(args.jobs) as pool:
             runs = list(pool.map(lambda seed: run_seed(pair, seed, env_steps, args.evaluations, train, runs_dir),
-                                 range(args.seeds)))
+                                 range(args.first_seed, args.first_seed + args.seeds)))
         finals, bests, seconds = ([r[i] for r in runs] for i in range(3))
         zoo = "(none published)" if zoo_mean is None else f"{zoo_mean:8.1f} +- {zoo_std:6.1f}"
         ratio = "-" if not zoo_mean or not np.mean(finals) else (

@@ -10,13 +10,27 @@ from rlengine.api.data import StepType
 
 
 class EpisodeStats:
-    """Per-copy running returns, turned into finished-episode statistics (numpy)."""
+    """Per-copy running returns, turned into finished-episode statistics (numpy).
+
+    Two readers: ``latest()`` gives the episodes of the current iteration (for
+    the iteration hooks), ``pop()`` every episode since the last written
+    summary row, so rows written every few iterations still count them all::
+
+        stats.start_iteration(); stats.add(step_type, reward)
+        hook_metrics = stats.latest()
+        if a row is written: row.update(stats.pop())
+    """
 
     def __init__(self, batch: int):
         self.returns = np.zeros(batch, np.float64)
         self.lengths = np.zeros(batch, np.int64)
         self.finished_returns: list[float] = []
         self.finished_lengths: list[int] = []
+        self._iteration_start = 0  # index into the finished lists where this iteration's episodes begin
+
+    def start_iteration(self) -> None:
+        """Episodes finished from now on are the new iteration's ``latest()``."""
+        self._iteration_start = len(self.finished_returns)
 
     def add(self, step_type: np.ndarray, reward: np.ndarray, env_ids: Optional[np.ndarray] = None) -> None:
         """Feed ``[T, B]`` new rows (not the overlapping first row of an unroll).
@@ -36,14 +50,24 @@ class EpisodeStats:
                 self.finished_returns.extend(self.returns[last].tolist())
                 self.finished_lengths.extend(self.lengths[last].tolist())
 
+    def latest(self) -> dict:
+        """Statistics of the episodes finished since ``start_iteration()`` (may be empty)."""
+        start = self._iteration_start
+        return _summary(self.finished_returns[start:], self.finished_lengths[start:])
+
     def pop(self) -> dict:
         """Statistics of the episodes finished since the last call (may be empty)."""
-        if not self.finished_returns:
-            return {}
-        out = {
-            "train/episode_return": float(np.mean(self.finished_returns)),
-            "train/episode_length": float(np.mean(self.finished_lengths)),
-            "train/episodes": float(len(self.finished_returns)),
-        }
+        out = _summary(self.finished_returns, self.finished_lengths)
         self.finished_returns, self.finished_lengths = [], []
+        self._iteration_start = 0
         return out
+
+
+def _summary(returns: list, lengths: list) -> dict:
+    if not returns:
+        return {}
+    return {
+        "train/episode_return": float(np.mean(returns)),
+        "train/episode_length": float(np.mean(lengths)),
+        "train/episodes": float(len(returns)),
+    }

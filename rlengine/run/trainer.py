@@ -136,6 +136,7 @@ class Trainer:
         run.env_steps += steps
         self._state = CONSISTENT
         exp = step.experience
+        stats.start_iteration()
         stats.add(exp.step_type.numpy()[1:], exp.reward.numpy()[1:], exp.env_id.numpy()[0])  # numpy slices: no TF op
         metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
         metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
@@ -146,7 +147,7 @@ class Trainer:
             metrics.update(self.startup_metrics)
         t3 = time.perf_counter()
         if first or run.iteration % cfg.summary_interval == 0:
-            parts.write(metrics)
+            parts.write({**metrics, **stats.pop()})
         self.plugins.hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
         self.summary_time += time.perf_counter() - t3
 
@@ -157,7 +158,7 @@ class Trainer:
     def _iteration_metrics(self, losses: dict, stats: EpisodeStats, collect: float, update: float) -> dict:
         metrics = self._base_metrics()
         metrics.update({k: float(v) for k, v in losses.items()})
-        metrics.update(stats.pop())
+        metrics.update(stats.latest())  # this iteration's episodes; a written row gets all since the last one
         metrics["time/collect"] = collect
         metrics["time/update"] = update
         metrics["time/training"] = self.train_time()

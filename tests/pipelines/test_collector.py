@@ -57,6 +57,20 @@ def test_episode_stats_count_whole_episodes_across_unrolls():
     assert stats.pop() == {"train/episode_return": 3.0, "train/episode_length": 3.0, "train/episodes": 1.0}
 
 
+def test_episode_stats_give_the_iteration_its_episodes_and_a_summary_row_all_since_the_last_one():
+    stats = EpisodeStats(1)
+    F, L = StepType.FIRST, StepType.LAST
+    stats.start_iteration()
+    stats.add(np.array([[L], [F]]), np.array([[2.0], [0.0]]))  # an episode of return 2 ends
+    assert stats.latest()["train/episode_return"] == 2.0
+    stats.start_iteration()
+    stats.add(np.array([[L], [F]]), np.array([[4.0], [0.0]]))  # another, of return 4, in the next iteration
+    assert stats.latest() == {"train/episode_return": 4.0, "train/episode_length": 1.0, "train/episodes": 1.0}
+    assert stats.pop() == {"train/episode_return": 3.0, "train/episode_length": 1.0, "train/episodes": 2.0}
+    stats.start_iteration()
+    assert stats.latest() == {} and stats.pop() == {}
+
+
 def test_learner_trains_the_toy_policy(components):
     carry = components.pipeline.collector.start()
     for _ in range(20):

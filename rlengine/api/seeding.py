@@ -14,7 +14,9 @@ with the run) and code draws through *stateless* ops seeded from it::
 generator's state variable; automatic control dependencies keep the draws of
 one function in program order). The engine calls :func:`reset` when a run
 starts, before anything is built, so functions traced for the run capture
-that run's generator.
+that run's generator. The generator is made at its first use, so a reset
+runs no TensorFlow op: the engine resets before it sizes TensorFlow's
+thread pools, which the first op fixes.
 """
 
 from __future__ import annotations
@@ -26,19 +28,22 @@ import tensorflow as tf
 __all__ = ["generator", "reset", "seed", "shuffle"]
 
 _generator: Optional[tf.random.Generator] = None
+_seed = 0  # of the generator the next generator() makes
 
 
-def reset(run_seed: int) -> tf.random.Generator:
-    """Give the process a fresh run generator seeded with ``run_seed``; returns it."""
-    global _generator
-    with tf.init_scope():  # a variable, created outside any function being traced
-        _generator = tf.random.Generator.from_seed(int(run_seed))
-    return _generator
+def reset(run_seed: int) -> None:
+    """Give the process a fresh run generator seeded with ``run_seed`` (made at its first use)."""
+    global _generator, _seed
+    _generator, _seed = None, int(run_seed)
 
 
 def generator() -> tf.random.Generator:
-    """The current run's generator (created from seed 0 when no run set one)."""
-    return _generator if _generator is not None else reset(0)
+    """The current run's generator (seeded with 0 when no run set a seed)."""
+    global _generator
+    if _generator is None:
+        with tf.init_scope():  # a variable, created outside any function being traced
+            _generator = tf.random.Generator.from_seed(_seed)
+    return _generator
 
 
 def seed() -> Any:

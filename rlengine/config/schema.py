@@ -7,7 +7,7 @@ from TOML and overrides.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Union
 
 import attrs
 
@@ -15,6 +15,12 @@ _positive = attrs.validators.gt(0)
 _non_negative = attrs.validators.ge(0)
 #: NumPy's global seed takes 0 .. 2**32 - 1; a bigger train.seed is refused here, not by NumPy mid-start-up
 _seed_range = attrs.validators.and_(_non_negative, attrs.validators.le(2**32 - 1))
+
+
+def _auto_or_non_negative(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value != "auto" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        raise ValueError(f"'{attribute.name}' must be \"auto\" or a number of threads >= 0 (0: TensorFlow's "
+                         f"choice), got {value!r}")
 
 
 @attrs.define(kw_only=True)
@@ -64,6 +70,9 @@ class TrainConfig:
     # empty: TensorFlow's choice. Environments and the replay buffer stay in host memory whatever it says
     device: str = ""
     actor_device: str = ""  # where the acting policy runs ("/CPU:0": the host); empty: where the learner runs
+    # threads TensorFlow may split one op over: "auto" is 1 for vector observations (small networks: 1.2x the
+    # updates/s here) and one per core for images (convolutions); 0: TensorFlow's choice (docs/configuration.md#threads)
+    intra_op_threads: Union[int, str] = attrs.field(default="auto", validator=_auto_or_non_negative)
     # compile each update's loss and gradients with XLA: 0.8-1.13x the updates/s here (docs/configuration.md#xla)
     jit_compile: bool = False
     # divide training rewards by a running std of each copy's discounted return (gamma: the algorithm's, else

@@ -31,7 +31,7 @@ from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
 from rlengine.run.evaluator import Evaluator
 from rlengine.run.memory import check_fits
-from rlengine.run.runtime import prepare_runtime
+from rlengine.run.runtime import prepare_runtime, start_runtime
 from rlengine.run.specs import prepare_specs
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation copies never share seeds with training copies
@@ -153,7 +153,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
     if evaluation is None:
         evaluation = cfg.eval_interval > 0
     cls, section = pipeline_class(config, plugins)
-    prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)  # before the first op (done if an Engine built it)
+    prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)  # runs no op (done if an Engine built it)
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
     writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers] if writers else []
     envs = make_training_environments(config, plugins, cls.env_layout(cfg, section, algorithm_cls))
@@ -165,6 +165,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
         env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed))  # remote collection
         raw_spec = env.time_step_spec()
+        start_runtime(cfg.intra_op_threads, raw_spec.observation)  # the first op: the pools are fixed from here
         device = checked_device("train.device", cfg.device)
         checked_device("train.actor_device", cfg.actor_device)
         with on_device(device):  # the algorithm's variables, optimizer slots and statistics: the learner's

@@ -1,23 +1,38 @@
 """TensorFlow's runtime, sized for the run before its first op.
 
-A pipeline whose threads step environments inside graphs
-(``tf.numpy_function``) holds a thread of TensorFlow's inter-op pool per
-stepping thread, so it asks for a pool that large
-(``Pipeline.runtime_threads``). A pool larger than the cores, though, slows
-the synchronous learner (its independent ops then contend for the cores), so
-the pool is not grown for runs that do not need it. It can only be sized
-before the runtime starts, so the engine sizes it when a run is built::
+Two pools, each fixed once the runtime starts (its first op):
 
-    prepare_runtime(needed_threads, pipeline_name)   # before the first op of the process
+* the inter-op pool runs independent ops at once. A pipeline whose threads
+  step environments inside graphs (``tf.numpy_function``) holds a thread of
+  it per stepping thread, so it asks for a pool that large
+  (``Pipeline.runtime_threads``). A pool larger than the cores, though, slows
+  the synchronous learner (its independent ops then contend for the cores),
+  so the pool is not grown for runs that do not need it.
+* the intra-op pool splits one op over threads. For the small matmuls of
+  MLP-sized networks the split costs more than it saves: one thread made
+  PPO CartPole's update 20% and SAC Pendulum's 20% faster here, while a
+  Nature-CNN gradient on 256 frames took 1.5x as long
+  (``train.intra_op_threads``, docs/configuration.md#threads).
+
+The engine checks the settings before anything is written, then starts the
+runtime once the environments (which say whether observations are images)
+exist::
+
+    prepare_runtime(needed_threads, pipeline_name)        # sizes the inter-op pool; runs no op
+    start_runtime(train.intra_op_threads, observation_spec)   # the first op of the process
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from typing import Any
 
 from rlengine.errors import ConfigError
 from rlengine.quiet_tensorflow import quiet_stderr
 
+#: ``train.intra_op_threads`` that picks by the observations (see :func:`intra_op_threads_for`)
+AUTO = "auto"
 _warmed_up = False
 
 
@@ -29,12 +44,19 @@ def inter_op_threads() -> int:
     return configured or int(os.environ.get("TF_NUM_INTEROP_THREADS") or 0) or (os.cpu_count() or 1)
 
 
+def intra_op_threads() -> int:
+    """Threads of TensorFlow's intra-op pool (as configured, else its default: one per core)."""
+    import tensorflow as tf
+
+    configured = tf.config.threading.get_intra_op_parallelism_threads()
+    return configured or int(os.environ.get("TF_NUM_INTRAOP_THREADS") or 0) or (os.cpu_count() or 1)
+
+
 def prepare_runtime(needed_threads: int = 0, pipeline: str = "") -> None:
-    """Grow the inter-op pool to ``needed_threads`` if the runtime has not started, then warm it up.
+    """Grow the inter-op pool to ``needed_threads`` if the runtime has not started; runs no op.
 
     Raises ConfigError when the runtime already started with a smaller pool.
     """
-    global _warmed_up
     import tensorflow as tf
 
     if needed_threads > inter_op_threads():
@@ -46,6 +68,50 @@ def prepare_runtime(needed_threads: int = 0, pipeline: str = "") -> None:
                 f"{inter_op_threads()} and started before the run was built (TensorFlow ran an op first); set "
                 f"TF_NUM_INTEROP_THREADS={needed_threads} (or more) in the environment before starting Python, "
                 "or build the Engine before running any TensorFlow op") from None
+
+
+def intra_op_threads_for(setting: int | str, observation_spec: Any) -> int:
+    """The intra-op pool ``train.intra_op_threads`` asks for; 0: TensorFlow's choice.
+
+    ``"auto"`` is one thread when every observation is a vector (or scalar), which
+    the small networks these feed do not split profitably (one is also within any
+    share of the cores ``TF_NUM_INTRAOP_THREADS`` gives a process), and TensorFlow's
+    choice (``TF_NUM_INTRAOP_THREADS`` if set, else one per core) when any is an
+    image or other array of rank 2 or more, whose convolutions do.
+    """
+    import tensorflow as tf
+
+    if setting != AUTO:
+        return int(setting)
+    ranks = [len(spec.shape) for spec in tf.nest.flatten(observation_spec)]
+    return 0 if any(rank >= 2 for rank in ranks) else 1
+
+
+def start_runtime(intra_op_setting: int | str = 0, observation_spec: Any = ()) -> None:
+    """Size the intra-op pool (unless the runtime started already), then run the first op.
+
+    A runtime started before the run was built (the caller's own ops) keeps its
+    pool: ``"auto"`` then leaves it, and a number that differs is said in one
+    warning, since only the speed depends on it.
+    """
+    import tensorflow as tf
+
+    threads = intra_op_threads_for(intra_op_setting, observation_spec)
+    if threads and threads != intra_op_threads():
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+        except RuntimeError:  # TensorFlow ran an op already: the pool is fixed
+            if intra_op_setting != AUTO:
+                print(f"warning: train.intra_op_threads = {threads} is not applied: TensorFlow's runtime started "
+                      f"before the run was built; set TF_NUM_INTRAOP_THREADS={threads} before starting Python, or "
+                      "build the Engine before running any TensorFlow op", file=sys.stderr)
+    _warm_up()
+
+
+def _warm_up() -> None:
+    global _warmed_up
+    import tensorflow as tf
+
     if not _warmed_up:
         _warmed_up = True
         import tensorflow_probability as tfp

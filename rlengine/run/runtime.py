@@ -9,9 +9,9 @@ Two pools, each fixed once the runtime starts (its first op):
   the synchronous learner (its independent ops then contend for the cores),
   so the pool is not grown for runs that do not need it.
 * the intra-op pool splits one op over threads. For the small matmuls of
-  MLP-sized networks the split costs more than it saves: one thread made
-  PPO CartPole's update 20% and SAC Pendulum's 20% faster here, while a
-  Nature-CNN gradient on 256 frames took 1.5x as long
+  MLP-sized networks the split costs more than it saves: with one thread,
+  PPO CartPole's update took 0.96x, SAC Pendulum's 0.81x and DQN CartPole's
+  0.72x the time here, while a Nature-CNN gradient on 256 frames took 1.19x
   (``train.intra_op_threads``, docs/configuration.md#threads).
 
 The engine checks the settings before anything is written, then starts the
@@ -40,16 +40,19 @@ def inter_op_threads() -> int:
     """Threads of TensorFlow's inter-op pool (as configured, else its default: one per core)."""
     import tensorflow as tf
 
-    configured = tf.config.threading.get_inter_op_parallelism_threads()
-    return configured or int(os.environ.get("TF_NUM_INTEROP_THREADS") or 0) or (os.cpu_count() or 1)
+    return _pool_size(tf.config.threading.get_inter_op_parallelism_threads(), "TF_NUM_INTEROP_THREADS")
 
 
 def intra_op_threads() -> int:
     """Threads of TensorFlow's intra-op pool (as configured, else its default: one per core)."""
     import tensorflow as tf
 
-    configured = tf.config.threading.get_intra_op_parallelism_threads()
-    return configured or int(os.environ.get("TF_NUM_INTRAOP_THREADS") or 0) or (os.cpu_count() or 1)
+    return _pool_size(tf.config.threading.get_intra_op_parallelism_threads(), "TF_NUM_INTRAOP_THREADS")
+
+
+def _pool_size(configured: int, variable: str) -> int:
+    """A pool's threads: as configured, else as the environment ``variable`` says, else one per core."""
+    return configured or int(os.environ.get(variable) or 0) or (os.cpu_count() or 1)
 
 
 def prepare_runtime(needed_threads: int = 0, pipeline: str = "") -> None:

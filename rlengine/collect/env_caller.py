@@ -16,6 +16,7 @@ import tensorflow as tf
 from rlengine.api import Environment
 from rlengine.api.data import Nest, TimeStep
 from rlengine.collect.env_checks import TimeStepCheck
+from rlengine.collect.python_thread import keep_thread_state
 
 
 class EnvCaller:
@@ -39,6 +40,7 @@ class EnvCaller:
         return self._call("step", self.env.step, action)
 
     def _call(self, what: str, method: Any, *args: Any) -> list:
+        keep_thread_state()  # a TensorFlow thread: keep its Python state for the next step
         try:
             if self.before_call is not None:
                 self.before_call()

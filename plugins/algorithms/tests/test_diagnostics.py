@@ -120,10 +120,12 @@ def test_ppo_explained_variance_rises_above_zero_as_it_learns_cartpole(tmp_path)
                                                                "learning_rate": 1e-3, "gae_lambda": 0.8, "gamma": 0.98})
     explained = [row["diagnostics/explained_variance"] for row in rows]
     assert len(explained) == 24 and all(ev is not None and ev <= 1.0 for ev in explained)
-    # Noisy from one iteration to the next (CartPole's returns vary little within an unroll), but an
-    # untrained critic explains nothing and a trained one most: seeds 1-5 end with means of 0.63-0.98.
+    # Noisy from one iteration to the next (CartPole's returns vary little within an unroll), and back
+    # near 0 once most episodes last the full 500 steps (the value targets stop varying; seed 1 does that
+    # by its last iterations), but an untrained critic explains nothing and a trained one most: the best
+    # of the second half is 0.99-1.0 for seeds 1-5, the first iteration within 0.1 of 0.
     assert abs(explained[0]) < 0.2
-    assert np.mean(explained[-4:]) > 0.4
+    assert max(explained[12:]) > 0.8
     assert {"diagnostics/clip_fraction", "diagnostics/approx_kl", "diagnostics/value"} <= set(rows[-1])
     assert not {"loss/clip_fraction", "loss/approx_kl", "loss/learning_rate"} & set(rows[-1])
 

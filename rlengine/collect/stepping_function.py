@@ -1,18 +1,16 @@
-"""The ``tf.function`` the trainer's loops that step environments run as: on TensorFlow's single-threaded executor.
+"""The ``tf.function`` that every loop stepping environments is: run by TensorFlow's single-threaded executor.
 
 A collection or evaluation step is a chain of small ops (the policy's layers,
 one sample, the experience writes) around one ``tf.numpy_function``: nothing
 in it can run in parallel, yet the default executor hands each ready op to
 its inter-op thread pool, and at 8 CartPole copies the hand-offs cost about
-185 µs of a 515 µs step (the environment: 90). The single-threaded executor runs each graph's
+as much as the environment. The single-threaded executor runs each graph's
 ops in order on one thread, handing none over (a loop body runs where the
 loop op schedules it; matmuls still use the intra-op pool): collection
 at 8 copies went from 15,500 to 24,200 env steps/s, at 64 from 58,900 to
 70,200 (``benchmarks/collect_throughput.py --executor both``). Graphs with
 independent branches (the updates, the fused off-policy iteration) keep the
-default executor: their branches do run in parallel. So do the async
-pipeline's env threads: there async SAC took 1.5x as long to reach -200 on
-Pendulum (``benchmarks/async_scaling.py``), the learner running beside them.
+default executor: their branches do run in parallel.
 
 That executor runs no low-level control flow (``Switch``/``Merge``), so the
 function is traced with it as well: TensorFlow then keeps ``tf.while_loop``
@@ -44,27 +42,25 @@ from tensorflow.python.eager import context as eager_context
 EXECUTOR = "SINGLE_THREADED_EXECUTOR"
 
 
-class SteppingFunction:
+def stepping_function(fn: Callable) -> Callable:
     """``tf.function(fn, autograph=False)`` traced and called on the single-threaded executor.
 
     The executor choice is per Python thread, so it is made at every call, on
-    the calling thread (the fault watch's worker thread calls from its own
-    thread). With more than one device the default executor runs it.
+    the calling thread (an env thread of the async pipeline, or the fault
+    watch's worker thread, calls from its own thread). With more than one device the
+    default executor runs it.
     """
+    traced = tf.function(fn, autograph=False)
 
-    def __init__(self, fn: Callable):
-        self.traced = tf.function(fn, autograph=False)  # the tf.function itself, for trace counts
-
-    def __call__(self, *args: Any) -> Any:
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
         if not one_device():
-            return self.traced(*args)
+            return traced(*args)
         with eager_context.function_executor_type(EXECUTOR):
-            return self.traced(*args)
+            return traced(*args)
 
-
-def stepping_function(fn: Callable) -> SteppingFunction:
-    """Where a stepping loop would be ``tf.function(fn, autograph=False)``."""
-    return SteppingFunction(fn)
+    call.traced = traced  # the tf.function itself, for tests and trace counts
+    return call
 
 
 @functools.cache

@@ -6,8 +6,6 @@ times ``--repeats`` evaluations of ``--episodes`` episodes (10 copies: one
 episode each, as ``train.num_eval_episodes = 10`` plays them) with
 
 * ``in-graph``: :class:`rlengine.run.evaluator.Evaluator`, what runs use;
-* ``default``: the same evaluator with its loop on TensorFlow's default
-  executor, as it ran before ``rlengine/collect/stepping_function.py``;
 * ``per-step``: the loop the evaluator ran before it moved into the graph
   (kept here, verbatim in behaviour, as the reference): a ``tf.function``
   call for the greedy step, then the environment stepped from Python.
@@ -33,16 +31,8 @@ import tensorflow as tf
 import rlengine
 from rlengine.api.data import StepType
 from rlengine.collect.policy_step import greedy
-from rlengine.run.evaluator import Evaluator
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "ppo_cartpole.toml")
-
-
-def on_default_executor(evaluator: Evaluator) -> Evaluator:
-    """A second evaluator of the same environment and policy whose loop runs on the default executor."""
-    twin = Evaluator(evaluator.env, evaluator.chain, evaluator.algorithm, evaluator.num_episodes)
-    twin.evaluate = tf.function(twin._evaluate, autograph=False)
-    return twin
 
 
 class PerStepEvaluator:
@@ -95,9 +85,7 @@ def main() -> None:
         engine = rlengine.Engine(EXAMPLE, overrides)
         engine.train()
         with engine.restored("best") as components:
-            evaluator = components.evaluator
-            variants = {"in-graph": evaluator, "default": on_default_executor(evaluator),
-                        "per-step": PerStepEvaluator(evaluator)}
+            variants = {"in-graph": components.evaluator, "per-step": PerStepEvaluator(components.evaluator)}
             first = {name: timed(v.run) for name, v in variants.items()}
             times: dict = {name: [] for name in variants}
             for _ in range(args.repeats):
@@ -105,10 +93,8 @@ def main() -> None:
                     seconds, result = timed(variant.run)
                     times[name].append(seconds)
                     assert result == first[name][1], (name, result, first[name][1])  # the same episodes each time
-    a = first["in-graph"][1]
-    for name in variants:
-        b = first[name][1]
-        assert all(abs(a[k] - b[k]) <= 1e-9 * max(1.0, abs(b[k])) for k in a), (name, a, b)
+    a, b = first["in-graph"][1], first["per-step"][1]
+    assert all(abs(a[k] - b[k]) <= 1e-9 * max(1.0, abs(b[k])) for k in a), (a, b)
     steps = a["eval/average_length"] * a["eval/episodes"]
     print(f"\n{int(a['eval/episodes'])} greedy CartPole-v1 episodes, average length {a['eval/average_length']:.0f} "
           f"({steps:.0f} env steps), return {a['eval/average_return']:.1f}; median of {args.repeats}:")
@@ -116,9 +102,7 @@ def main() -> None:
         median = statistics.median(times[name])
         print(f"  {name:<9} {median:7.3f} s per evaluation  {steps / median:9,.0f} env steps/s  "
               f"(first, with tracing: {first[name][0]:.2f} s)")
-    for name in ("per-step", "default"):
-        print(f"  in-graph is {statistics.median(times[name]) / statistics.median(times['in-graph']):.1f}x "
-              f"faster than {name}")
+    print(f"  in-graph is {statistics.median(times['per-step']) / statistics.median(times['in-graph']):.1f}x faster")
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -26,7 +26,6 @@ from rlengine.collect import stopping
 from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.policy_step import greedy
-from rlengine.collect.stepping_function import stepping_function
 from rlengine.collect.transformers import TransformerChain
 
 
@@ -53,7 +52,7 @@ class Evaluator:
         self.caller = EnvCaller(env, env.time_step_spec(),
                                 before_call=lambda: stopping.raise_if_requested("evaluation"))
         self.watch = FaultWatch(env)
-        self.evaluate = stepping_function(self._evaluate)
+        self.evaluate = tf.function(self._evaluate, autograph=False)
 
     def run(self) -> dict:
         self.caller.error = None

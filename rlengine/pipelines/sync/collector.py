@@ -17,7 +17,6 @@ from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
 from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.policy_step import act, observe
-from rlengine.collect.stepping_function import stepping_function
 from rlengine.collect.transformers import TransformerChain
 from rlengine.collect.unroll import Carry, unroll
 
@@ -38,9 +37,10 @@ class Collector:
         #: While True, actions are uniformly random (off-policy initial collection);
         #: the algorithm's rollout still runs, so the stored info keeps its spec.
         self.random_actions = tf.Variable(False, trainable=False, name="random_actions")
-        # On the single-threaded executor: a step is a chain of small ops (see stepping_function).
-        self.run = stepping_function(self._run)
-        self.start = stepping_function(self._start)
+        # autograph=False: the loops below are explicit, and converting the
+        # algorithm's source on first trace cost more than the training.
+        self.run = tf.function(self._run, autograph=False)
+        self.start = tf.function(self._start, autograph=False)
 
     def _act(self, raw: TimeStep, transformer_state: tuple, policy_state: Nest) -> tuple:
         with on_device(self.device):

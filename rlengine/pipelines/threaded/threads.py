@@ -39,7 +39,6 @@ from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
 from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.policy_step import act, observe
-from rlengine.collect.stepping_function import stepping_function
 from rlengine.collect.transformers import TransformerChain
 from rlengine.collect.unroll import Carry, unroll
 from rlengine.pipelines.threaded.coordinator import Coordinator
@@ -78,8 +77,8 @@ class EnvThread:
             queues.actors[actor], queues.answers[index], queues.learner)
         self.unroll_length = unroll_length
         self.env_steps = 0  # collected by this thread; read by the learner for summaries
-        self.start = stepping_function(self._start)
-        self.unroll = stepping_function(self._unroll)
+        self.start = tf.function(self._start, autograph=False)
+        self.unroll = tf.function(self._unroll, autograph=False)
 
     def describe(self) -> str:
         first = self.env.first_env_id

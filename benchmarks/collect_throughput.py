@@ -35,6 +35,13 @@ def raw_steps_per_sec(num_envs: int, steps: int) -> float:
     return steps * num_envs / elapsed
 
 
+def collection_config(plugins, num_envs: int):
+    """The default config (PPO on CartPole-v1) with ``num_envs`` copies, unrolls of ``UNROLL``, no writers."""
+    raw = apply_overrides(read_toml(DEFAULT_CONFIG), [f"train.num_envs={num_envs}", f"train.unroll_length={UNROLL}",
+                                                      "train.writers=[]"])
+    return build_config(raw, config_classes(plugins))
+
+
 def driver_steps_per_sec(components, unrolls: int) -> float:
     driver = components.pipeline.collector
     carry = driver.start()
@@ -55,9 +62,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     args = parser.parse_args()
     plugins = build_plugins()
-    raw = apply_overrides(read_toml(DEFAULT_CONFIG), [f"train.num_envs={args.num_envs}",
-                                                      f"train.unroll_length={UNROLL}", "train.writers=[]"])
-    components = build_components(build_config(raw, config_classes(plugins)), plugins, tempfile.mkdtemp())
+    components = build_components(collection_config(plugins, args.num_envs), plugins, tempfile.mkdtemp())
     raw_best, driver_best = 0.0, 0.0
     for _ in range(args.trials):
         raw_best = max(raw_best, raw_steps_per_sec(args.num_envs, args.unrolls * UNROLL))

@@ -29,14 +29,12 @@ import tempfile
 import time
 
 import tensorflow as tf
+from collect_throughput import collection_config, driver_steps_per_sec
 from tensorflow.python.eager import context as eager_context
 
-from rlengine.config import DEFAULT_CONFIG, apply_overrides, build_config, read_toml
 from rlengine.plugin.manager import build_plugins
-from rlengine.run.build import build_components, config_classes
+from rlengine.run.build import build_components
 from rlengine.run.evaluator import Evaluator
-
-UNROLL = 32
 
 
 def executor(name: str):
@@ -58,17 +56,6 @@ def on_executor(python_function, name: str):
             return traced(*args)
 
     return call
-
-
-def collection_steps_per_sec(collector, unrolls: int) -> float:
-    carry = collector.start()
-    for _ in range(2):  # trace and warm up
-        _, carry = collector.run(carry)
-    start = time.perf_counter()
-    for _ in range(unrolls):
-        experience, carry = collector.run(carry)
-    experience.step_type.numpy()
-    return unrolls * UNROLL * collector.batch / (time.perf_counter() - start)
 
 
 def evaluation_steps_per_sec(evaluator: Evaluator) -> float:
@@ -101,9 +88,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     args = parser.parse_args()
     plugins = build_plugins()
-    raw = apply_overrides(read_toml(DEFAULT_CONFIG), [f"train.num_envs={args.num_envs}",
-                                                      f"train.unroll_length={UNROLL}", "train.writers=[]"])
-    config = build_config(raw, config_classes(plugins))
+    config = collection_config(plugins, args.num_envs)
     names = ("default", "single-threaded")
     parts = {name: build_components(config, plugins, tempfile.mkdtemp()) for name in names}
     evaluators = {}
@@ -117,7 +102,7 @@ def main() -> None:
     best_collection, best_evaluation = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
     for _ in range(args.trials):
         for name in names:
-            steps = collection_steps_per_sec(parts[name].pipeline.collector, args.unrolls)
+            steps = driver_steps_per_sec(parts[name], args.unrolls)
             best_collection[name] = max(best_collection[name], steps)
             best_evaluation[name] = max(best_evaluation[name], evaluation_steps_per_sec(evaluators[name]))
     for name in names:

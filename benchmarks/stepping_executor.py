@@ -59,7 +59,6 @@ def on_executor(python_function, name: str):
 
 
 def evaluation_steps_per_sec(evaluator: Evaluator) -> float:
-    evaluator.run()  # trace
     start = time.perf_counter()
     result = evaluator.run()
     return result["eval/average_length"] * result["eval/episodes"] / (time.perf_counter() - start)
@@ -91,13 +90,15 @@ def main() -> None:
     config = collection_config(plugins, args.num_envs)
     names = ("default", "single-threaded")
     parts = {name: build_components(config, plugins, tempfile.mkdtemp()) for name in names}
+    shared = parts["default"].evaluator  # one environment and policy for both: the same episode lengths
     evaluators = {}
     for name, components in parts.items():
         collector = components.pipeline.collector
         collector.run, collector.start = on_executor(collector._run, name), on_executor(collector._start, name)
-        own = parts["default"].evaluator  # one environment and policy for both: the same episode lengths
-        evaluator = Evaluator(own.env, own.chain, own.algorithm, own.env.batch_size * args.episodes_per_copy)
+        evaluator = Evaluator(shared.env, shared.chain, shared.algorithm,
+                              shared.env.batch_size * args.episodes_per_copy)
         evaluator.evaluate = on_executor(evaluator._evaluate, name)
+        evaluator.run()  # trace once, before the timed trials
         evaluators[name] = evaluator
     best_collection, best_evaluation = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
     for _ in range(args.trials):
@@ -111,6 +112,8 @@ def main() -> None:
               f"{error_says_where(name)}")
     print(f"single-threaded / default: collection {best_collection[names[1]] / best_collection[names[0]]:.2f}x, "
           f"evaluation {best_evaluation[names[1]] / best_evaluation[names[0]]:.2f}x")
+    for evaluator in evaluators.values():
+        evaluator.close()  # its fault watch's worker thread
     for components in parts.values():
         components.close()
 

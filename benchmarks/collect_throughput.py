@@ -4,7 +4,8 @@ Side by side in one run: CartPole-v1 with N copies (default 64) stepped by
 `gymnasium.make_vec(..., "sync")` with random actions, and the engine's
 synchronous pipeline's collector with the default PPO policy (sampling,
 value head, transformers, the experience arrays). Target: the collector keeps
-at least 50% of raw stepping. Trials alternate; the best of each is shown.
+at least 70% of raw stepping at 64 copies, 40% at 8. Trials alternate; the best
+of each is shown.
 
     python benchmarks/collect_throughput.py [--num-envs 64] [--unrolls 40] [--trials 3]
 """
@@ -69,7 +70,8 @@ def main() -> None:
         driver_best = max(driver_best, driver_steps_per_sec(components, args.unrolls))
     components.close()
     print(f"CartPole-v1, {args.num_envs} copies: raw gymnasium (random actions) {raw_best:,.0f} steps/s; "
-          f"rlengine PPO collection {driver_best:,.0f} steps/s; ratio {driver_best / raw_best:.0%} (target >= 50%)")
+          f"rlengine PPO collection {driver_best:,.0f} steps/s; ratio {driver_best / raw_best:.0%} "
+          f"(target >= {'70%' if args.num_envs >= 64 else '40%'})")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ collection and update times the pipeline reports, and the rest (the
 trainer's own work: episode statistics, metrics, the writer, hooks); then
 env steps per second over those iterations (one update per env step).
 
-``--before DIR`` runs the same, interleaved, with the core of a checkout in
-``DIR`` (e.g. ``git worktree add /tmp/before HEAD~1``): a before/after figure
-from one run of the machine.
+``--before DIR`` runs the same, interleaved, with the core and plugins of a
+checkout in ``DIR`` (e.g. ``git worktree add /tmp/before HEAD~1``): a
+before/after figure from one run of the machine.
 
     python benchmarks/offpolicy_iteration.py [--env-steps 3000] [--repeats 2] [--before DIR]
 """
@@ -30,13 +30,14 @@ _CODE = ("import sys, rlengine; rlengine.Engine(sys.argv[1], sys.argv[2:]).train
 
 
 def run_once(core: str | None, env_steps: int) -> dict:
-    """One training run in a fresh process (the core of ``core`` if given); its per-iteration figures."""
+    """One training run in a fresh process (the code of the checkout ``core`` if given); its per-iteration figures."""
     root = tempfile.mkdtemp(prefix="offpolicy-iteration-")
     overrides = [f"train.num_env_steps={env_steps}", f"train.root_dir={json.dumps(root)}", 'train.writers=["jsonl"]',
                  "train.eval_interval=0", "train.checkpoint_seconds=0"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    if core:
-        env["PYTHONPATH"] = os.pathsep.join([core, env.get("PYTHONPATH", "")])
+    if core:  # the checkout's core and plugin packages come before the installed ones
+        plugins = sorted(os.path.join(core, "plugins", name) for name in os.listdir(os.path.join(core, "plugins")))
+        env["PYTHONPATH"] = os.pathsep.join([core, *plugins, env.get("PYTHONPATH", "")])
     subprocess.run([sys.executable, "-c", _CODE, EXAMPLE, *overrides], check=True, capture_output=True, env=env)
     with open(os.path.join(root, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f if '"time/collect"' in line]
@@ -55,7 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--env-steps", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--before", help="a checkout whose core runs as 'before'")
+    parser.add_argument("--before", help="a checkout whose core and plugins run as 'before'")
     args = parser.parse_args()
     variants = {"this": None, **({"before": os.path.abspath(args.before)} if args.before else {})}
     print(f"load average before: {os.getloadavg()}")

@@ -24,6 +24,7 @@ import rlengine
 from rlengine import Algorithm, ConfigError, Experience, LossInfo, PolicyStep, StepType, action_mask_of
 from rlengine_algorithms.masking import mask_spec, refuse_mask
 from rlengine_algorithms.networks import ActionHead, Torso, dense, positive_sizes
+from rlengine_algorithms.optimizers import FusedAdam
 
 _pos = attrs.validators.gt(0)
 _unit = attrs.validators.and_(attrs.validators.ge(0), attrs.validators.le(1))
@@ -153,7 +154,7 @@ class ActorCritic(Algorithm):
             # Keras adds epsilon inside the square root, torch (SB3) outside: sqrt(v + 1e-10) stands for sqrt(v) + 1e-5
             self.optimizer = tf_keras.optimizers.RMSprop(lr, rho=0.99, epsilon=1e-10)
         else:
-            self.optimizer = tf_keras.optimizers.Adam(lr, epsilon=1e-5)
+            self.optimizer = FusedAdam(lr, epsilon=1e-5)
 
     def _encoders(self, config, name: str) -> tuple:
         """The actor's (or shared) encoder and the critic's own one, or None when shared."""

@@ -31,7 +31,6 @@ from typing import NamedTuple
 import attrs
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep, StepType, action_mask_of, n_step_return, untracked
@@ -46,6 +45,7 @@ from rlengine_algorithms.critics import (
 )
 from rlengine_algorithms.masking import mask_spec, mask_values, uniform_legal_action
 from rlengine_algorithms.networks import orthogonal, positive_sizes
+from rlengine_algorithms.optimizers import FusedAdam
 
 _v = attrs.validators
 _unit = [_v.ge(0), _v.le(1)]
@@ -176,7 +176,7 @@ class DQN(OffPolicyAlgorithm):
             self.needs_time_dimension = True
             self.use_rollout_state = config.use_rollout_state
         untracked(self, "trained", trained)  # the variables the loss trains (already tracked elsewhere)
-        self.optimizer = tf_keras.optimizers.Adam(config.learning_rate, jit_compile=False)
+        self.optimizer = FusedAdam(config.learning_rate, jit_compile=False)
         self.optimizers = [(self.optimizer, self.trained)]
         self.targets = [(target, online)]
         self.target_period, self.target_tau = config.target_update_period, config.tau

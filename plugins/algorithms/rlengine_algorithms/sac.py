@@ -27,7 +27,6 @@ from typing import NamedTuple, Optional
 
 import attrs
 import tensorflow as tf
-import tf_keras
 
 import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep
@@ -47,6 +46,7 @@ from rlengine_algorithms.critics import (
 )
 from rlengine_algorithms.exploration import HALF_LOG_2PI, StateDependentNoise, tanh_log_prob
 from rlengine_algorithms.masking import refuse_mask
+from rlengine_algorithms.optimizers import FusedAdam
 
 _v = attrs.validators
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -121,9 +121,9 @@ class SAC(OffPolicyAlgorithm):
             actor_parts.append(self.sde)
         critic_parts = [self.critic, self.critic_encoder]
         self.optimizers = [
-            (tf_keras.optimizers.Adam(config.actor_lr, jit_compile=False), trainable_of(actor_parts)),
-            (tf_keras.optimizers.Adam(config.critic_lr, jit_compile=False), trainable_of(critic_parts)),
-            (tf_keras.optimizers.Adam(config.alpha_lr, jit_compile=False), [self.log_alpha]),
+            (FusedAdam(config.actor_lr, jit_compile=False), trainable_of(actor_parts)),
+            (FusedAdam(config.critic_lr, jit_compile=False), trainable_of(critic_parts)),
+            (FusedAdam(config.alpha_lr, jit_compile=False), [self.log_alpha]),
         ]
         self.targets = [(variables_of([self.target_critic, self.target_critic_encoder]), variables_of(critic_parts))]
         self.target_tau = config.tau

@@ -20,7 +20,6 @@ from typing import NamedTuple
 
 import attrs
 import tensorflow as tf
-import tf_keras
 
 import rlengine
 from rlengine import ConfigError, LossInfo, PolicyStep, untracked
@@ -40,6 +39,7 @@ from rlengine_algorithms.critics import (
 )
 from rlengine_algorithms.exploration import OrnsteinUhlenbeckNoise
 from rlengine_algorithms.masking import refuse_mask
+from rlengine_algorithms.optimizers import FusedAdam
 
 _v = attrs.validators
 
@@ -96,10 +96,10 @@ class TD3(OffPolicyAlgorithm):
         target_actor_parts = [self.target_actor] if shared else [self.target_actor, self.target_actor_encoder]
         critic_parts, target_critic_parts = [self.critic, self.critic_encoder], [self.target_critic,
                                                                                  self.target_critic_encoder]
-        self.actor_optimizer = tf_keras.optimizers.Adam(config.actor_lr, jit_compile=False)
+        self.actor_optimizer = FusedAdam(config.actor_lr, jit_compile=False)
         self.optimizers = [
             (self.actor_optimizer, trainable_of(actor_parts)),
-            (tf_keras.optimizers.Adam(config.critic_lr, jit_compile=False), trainable_of(critic_parts)),
+            (FusedAdam(config.critic_lr, jit_compile=False), trainable_of(critic_parts)),
         ]
         self.targets = [(variables_of(target_actor_parts), variables_of(actor_parts)),
                         (variables_of(target_critic_parts), variables_of(critic_parts))]

@@ -70,9 +70,9 @@ print("intra", tf.config.threading.get_intra_op_parallelism_threads())
 """
 
 
-def train_in_fresh_process(tmp_path, settings: str, prefix: str = "") -> subprocess.CompletedProcess:
+def train_in_fresh_process(tmp_path, settings: str, prefix: str = "", suffix: str = "") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
-    out = subprocess.run([sys.executable, "-c", prefix + TRAIN, str(tmp_path / "run"), settings], env=env,
+    out = subprocess.run([sys.executable, "-c", prefix + TRAIN + suffix, str(tmp_path / "run"), settings], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return out
@@ -114,3 +114,29 @@ def test_auto_keeps_one_thread_for_vectors_within_a_share_of_the_cores_set_in_th
 def test_a_bad_intra_op_setting_is_one_line_naming_the_key(value):
     with pytest.raises(ConfigError, match="intra_op_threads"):
         build_config({"train": {"intra_op_threads": value}}, {})
+
+
+# -- Grappler: one pass ----------------------------------------------------------------------------------------------
+PASSES = """
+import threading
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.eager import context
+
+def passes():
+    config = config_pb2.ConfigProto()
+    config.ParseFromString(context.context().function_call_options.config_proto_serialized)
+    return config.graph_options.rewrite_options.meta_optimizer_iterations  # 0: TensorFlow's default (two)
+
+seen = [passes()]
+thread = threading.Thread(target=lambda: seen.append(passes()))  # threads read the options at their first call
+thread.start(); thread.join()
+print("passes", *seen)
+"""
+
+
+def test_the_run_has_grappler_optimize_its_functions_in_one_pass_on_every_thread(tmp_path):
+    out = train_in_fresh_process(tmp_path, "{}", prefix="import tensorflow as tf; tf.function(tf.abs)(1.0)\n",
+                                 suffix=PASSES)
+    # the caller's function ran first, so the main thread had cached TensorFlow's default already
+    passes = next(line for line in out.stdout.splitlines() if line.startswith("passes"))
+    assert passes == "passes 1 1", out.stdout  # RewriterConfig.ONE

@@ -1,61 +1,43 @@
-"""TensorFlow's single-threaded executor for the loops that step environments: what it would gain, and what
-keeps it out of the engine.
+"""TensorFlow's single-threaded executor for the loops that step environments (the engine's
+``SteppingFunction``, what the sync collector and the evaluator run on) against the default executor.
 
 A collection or evaluation step is a chain of small ops around one ``tf.numpy_function``; the default
-executor hands each ready op to the inter-op pool. The single-threaded executor runs them in order
-without hand-offs (it needs its functions traced with unlowered ``tf.while_loop``/``tf.cond``, which
-tracing under ``function_executor_type`` does). Side by side in one run, alternating:
+executor hands ready ops to the inter-op pool. The single-threaded executor runs them in order on one
+thread (it needs its functions traced with unlowered ``tf.while_loop``/``tf.cond``, which tracing under
+``function_executor_type`` does). Side by side in one run, alternating:
 
 1. the sync collector's unroll (default PPO on CartPole-v1, ``--num-envs`` copies) on either executor;
 2. the evaluator's in-graph episodes (the untrained policy, ``--episodes-per-copy`` on each copy);
 3. whether a graph error inside the loop still says where the failing op was defined
-   (``Detected at node ... defined at``, which the engine's one-line error names).
+   (``Detected at node ... defined at``, which the engine's one-line error names): on the
+   single-threaded executor only because ``SteppingFunction`` reruns a failed call on the default one.
 
-Measured on 2026-12-03 (2-core CPU, this script's defaults): collection at 8 copies 15,200 -> 23,400 env
-steps/s (1.54x), evaluation 17,500 -> 34,500 env steps/s (1.97x); with the engine switched over (since
-reverted): 64 copies 58,900 -> 70,200, the trained policy's 500-step evaluation episodes 1.5x, PPO
-51,200 steps 1.10x. Why the engine keeps the default executor: an error inside a loop loses its op's
-definition (3. prints ``False``: TensorFlow adds it only to ops of the called graph, and a lowered loop
-is part of it), a run with several devices (``train.actor_device`` on a device of its own) hung, and the
-async pipeline's env threads on it made SAC 1.5x slower to -200. This script keeps the option measured
-for whoever solves the error location.
+Measured on 2026-12-03 (2-core CPU, this script's defaults, before the engine switched): collection at 8
+copies 15,200 -> 23,400 env steps/s (1.54x), evaluation 17,500 -> 34,500 env steps/s (1.97x).
 
     python benchmarks/stepping_executor.py [--num-envs 8] [--unrolls 40] [--episodes-per-copy 20] [--trials 3]
 """
 
 import argparse
-import contextlib
 import tempfile
 import time
+import types
 
 import tensorflow as tf
 from collect_throughput import collection_config, driver_steps_per_sec
-from tensorflow.python.eager import context as eager_context
 
+from rlengine.collect.stepping_function import LOCATED, SteppingFunction
 from rlengine.plugin.manager import build_plugins
 from rlengine.run.build import build_components
 from rlengine.run.evaluator import Evaluator
 
 
-def executor(name: str):
-    """The context every trace and call of one variant runs in."""
+def on_executor(python_function, name: str, caller):
+    """A fresh function of ``python_function`` on executor ``name``: ``tf.function`` as the engine had it, or
+    the engine's ``SteppingFunction`` (``caller``: the EnvCaller it steps)."""
     if name == "default":
-        return contextlib.nullcontext()
-    return eager_context.function_executor_type("SINGLE_THREADED_EXECUTOR")
-
-
-def on_executor(python_function, name: str):
-    """A fresh ``tf.function`` of ``python_function``, traced and called on executor ``name``.
-
-    The executor is chosen per thread, so at every call: the evaluator calls from the fault watch's
-    worker thread."""
-    traced = tf.function(python_function, autograph=False)
-
-    def call(*args):
-        with executor(name):
-            return traced(*args)
-
-    return call
+        return tf.function(python_function, autograph=False)
+    return SteppingFunction(python_function, caller)
 
 
 def evaluation_steps_per_sec(evaluator: Evaluator) -> float:
@@ -71,11 +53,10 @@ def error_says_where(name: str) -> bool:
             return (i + tf.cast(tf.gather(tf.constant([1.0, 2.0]), i + 5), tf.int32),)
         return tf.while_loop(lambda i: i < 3, body, (tf.constant(0),))
 
-    with executor(name):
-        try:
-            tf.function(loop, autograph=False)()
-        except tf.errors.InvalidArgumentError as error:
-            return "defined at (most recent call last)" in error.message
+    try:
+        on_executor(loop, name, types.SimpleNamespace(error=None))()
+    except tf.errors.InvalidArgumentError as error:
+        return LOCATED in error.message
     raise AssertionError("the gather did not fail")
 
 
@@ -94,10 +75,11 @@ def main() -> None:
     evaluators = {}
     for name, components in parts.items():
         collector = components.pipeline.collector
-        collector.run, collector.start = on_executor(collector._run, name), on_executor(collector._start, name)
+        collector.run = on_executor(collector._run, name, collector.env)
+        collector.start = on_executor(collector._start, name, collector.env)
         evaluator = Evaluator(shared.env, shared.chain, shared.algorithm,
                               shared.env.batch_size * args.episodes_per_copy)
-        evaluator.evaluate = on_executor(evaluator._evaluate, name)
+        evaluator.evaluate = on_executor(evaluator._evaluate, name, evaluator.caller)
         evaluator.run()  # trace once, before the timed trials
         evaluators[name] = evaluator
     best_collection, best_evaluation = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)

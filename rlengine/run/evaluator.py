@@ -26,6 +26,7 @@ from rlengine.collect import stopping
 from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.policy_step import greedy
+from rlengine.collect.stepping_function import SteppingFunction
 from rlengine.collect.transformers import TransformerChain
 
 
@@ -52,7 +53,7 @@ class Evaluator:
         self.caller = EnvCaller(env, env.time_step_spec(),
                                 before_call=lambda: stopping.raise_if_requested("evaluation"))
         self.watch = FaultWatch(env)
-        self.evaluate = tf.function(self._evaluate, autograph=False)
+        self.evaluate = SteppingFunction(self._evaluate, self.caller)
 
     def run(self) -> dict:
         self.caller.error = None

@@ -17,6 +17,7 @@ from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
 from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.policy_step import act, observe
+from rlengine.collect.stepping_function import SteppingFunction
 from rlengine.collect.transformers import TransformerChain
 from rlengine.collect.unroll import Carry, unroll
 
@@ -37,10 +38,10 @@ class Collector:
         #: While True, actions are uniformly random (off-policy initial collection);
         #: the algorithm's rollout still runs, so the stored info keeps its spec.
         self.random_actions = tf.Variable(False, trainable=False, name="random_actions")
-        # autograph=False: the loops below are explicit, and converting the
+        # autograph=False (inside): the loops below are explicit, and converting the
         # algorithm's source on first trace cost more than the training.
-        self.run = tf.function(self._run, autograph=False)
-        self.start = tf.function(self._start, autograph=False)
+        self.run = SteppingFunction(self._run, self.env)
+        self.start = SteppingFunction(self._start, self.env)
 
     def _act(self, raw: TimeStep, transformer_state: tuple, policy_state: Nest) -> tuple:
         with on_device(self.device):

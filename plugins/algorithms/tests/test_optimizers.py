@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
-
 from rlengine_algorithms.optimizers import FusedAdam
 
 

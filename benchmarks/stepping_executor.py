@@ -54,7 +54,7 @@ def error_says_where(name: str) -> bool:
         return tf.while_loop(lambda i: i < 3, body, (tf.constant(0),))
 
     try:
-        on_executor(loop, name, types.SimpleNamespace(error=None))()
+        on_executor(loop, name, types.SimpleNamespace(error=None, env=None))()
     except tf.errors.InvalidArgumentError as error:
         return LOCATED in error.message
     raise AssertionError("the gather did not fail")

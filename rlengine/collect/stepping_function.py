@@ -19,13 +19,17 @@ and ``tf.cond`` as functional ops instead of lowering them::
     experience, carry = self.run(carry)                  # op after op, none handed to the pool
 
 **Where an error began.** Inside an unlowered loop body a failing op's error
-loses its node, so it cannot say which line of the algorithm defined the op,
-and the run's one-line error must name it. Such an error (one that is not the
-environment's own, which its caller reports) makes the function run once more
-on the default executor with the same inputs: that error says where the op
-was defined and is the one raised. The run is stopping anyway; nothing the
-rerun changes is checkpointed (a graph error mid-iteration saves nothing, and
-an evaluation changes no trained state).
+loses its definition, so it cannot say which line of the algorithm defined
+the op, and the run's one-line error must name it. Such an error, of a kind
+that repeats with the same inputs (:data:`RERUN_ERRORS`: a failed assert, a
+bad shape or index) and not the environment's own (which its caller
+reports), makes the function run once more on the default executor with the
+same inputs: that error says where the op was defined and is the one raised.
+The rerun steps the environment again and may update observation statistics;
+the run is stopping, and a graph error mid-iteration saves no checkpoint. No
+rerun happens once a stop is requested or the environment has failed, and an
+environment error during the rerun is put back as it was, so the first error
+is reported as it came.
 
 Only where the process has one device: a function spread over several
 (``train.actor_device`` elsewhere than the host, a GPU, logical devices) runs
@@ -43,11 +47,15 @@ from typing import Any, Callable
 import tensorflow as tf
 from tensorflow.python.eager import context as eager_context
 
+from rlengine.collect import stopping
 from rlengine.collect.env_caller import EnvCaller
 
 EXECUTOR = "SINGLE_THREADED_EXECUTOR"
 #: what TensorFlow's errors on the default executor say and the single-threaded one's lose
 LOCATED = "defined at (most recent call last)"
+#: graph errors the same inputs raise again (not, e.g., running out of memory or a cancelled call)
+RERUN_ERRORS = (tf.errors.InvalidArgumentError, tf.errors.OutOfRangeError, tf.errors.FailedPreconditionError,
+                tf.errors.UnimplementedError)
 
 
 class SteppingFunction:
@@ -62,20 +70,24 @@ class SteppingFunction:
     def __init__(self, fn: Callable, caller: EnvCaller):
         self.fn = fn
         self.caller = caller
-        self.traced = tf.function(fn, autograph=False)  # the tf.function itself, for tests and trace counts
+        self.function = tf.function(fn, autograph=False)  # the tf.function itself, for tests and trace counts
 
     def __call__(self, *args: Any) -> Any:
         if not one_device():
-            return self.traced(*args)
+            return self.function(*args)
         env_error = self.caller.error
         try:
             with eager_context.function_executor_type(EXECUTOR):
-                return self.traced(*args)
+                return self.function(*args)
         except tf.errors.OpError as error:
-            if self.caller.error is not env_error or LOCATED in str(error):
-                raise
-            self._raise_located(args, error)
+            if self._may_rerun(error, env_error):
+                self._raise_located(args, error)
             raise
+
+    def _may_rerun(self, error: tf.errors.OpError, env_error: Any) -> bool:
+        """Whether ``error`` is the graph's, lacks its location, would come again and may be rerun at all."""
+        return (isinstance(error, RERUN_ERRORS) and LOCATED not in str(error) and self.caller.error is env_error
+                and stopping.requested() is None and getattr(self.caller.env, "failure", None) is None)
 
     def _raise_located(self, args: tuple, error: tf.errors.OpError) -> None:
         """Run ``fn`` on the default executor with the same inputs and raise its graph error, if it has one."""
@@ -87,9 +99,14 @@ class SteppingFunction:
                 raise located from error
         except Exception:  # the rerun failed otherwise: the first error stands
             pass
+        finally:  # an environment error of the rerun must not stand for the first error
+            self.caller.error = env_error
+            if getattr(self.caller.env, "failure", None) is not None:
+                self.caller.env.failure = None
 
 
 @functools.cache
 def one_device() -> bool:
-    """Whether TensorFlow sees a single device (fixed once its runtime has started)."""
+    """Whether TensorFlow sees a single device: fixed once its runtime has started, which a run does when it
+    is built (``start_runtime``), before any of its functions is called."""
     return len(tf.config.list_logical_devices()) == 1

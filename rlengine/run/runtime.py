@@ -120,18 +120,20 @@ def start_runtime(intra_op_setting: int | str = 0, observation_spec: Any = ()) -
 def one_optimization_pass() -> None:
     """Have Grappler run its optimizers over each function once (TensorFlow's default: twice).
 
-    The setting rides on the runtime's base config, which each thread reads at
-    its first function call; the calling thread's cached copy is dropped.
+    For the whole process, as the pools are. The setting rides on a copy of the
+    runtime's base config, which each thread reads at its first function call;
+    the calling thread's cached copy is dropped (another thread that already
+    called a function keeps two passes).
     """
-    from tensorflow.core.protobuf import rewriter_config_pb2
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
     from tensorflow.python.eager import context
 
     runtime = context.context()
-    if runtime._config is None:  # set only when a config was passed at start
-        from tensorflow.core.protobuf import config_pb2
-
-        runtime._config = config_pb2.ConfigProto()
-    runtime._config.graph_options.rewrite_options.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    config = config_pb2.ConfigProto()
+    if runtime._config is not None:  # a config given when the runtime was made: kept, not edited in place
+        config.CopyFrom(runtime._config)
+    config.graph_options.rewrite_options.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    runtime._config = config
     runtime.function_call_options = None
 
 

@@ -1,5 +1,7 @@
-"""SteppingFunction: the stepping loops run op after op on one thread, and their graph errors still say where the
-failing op was defined."""
+"""SteppingFunction: stepping loops run op after op on one thread, and their graph errors still say where.
+
+Where: the line that defined the failing op, which the one-line error names.
+"""
 
 import threading
 import types
@@ -8,11 +10,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlengine.collect.stepping_function import LOCATED, SteppingFunction
+from rlengine.collect import stopping
+from rlengine.collect.stepping_function import LOCATED, SteppingFunction, one_device
+
+pytestmark = pytest.mark.skipif(not one_device(), reason="several devices: the default executor runs it")
 
 
 def caller():
-    return types.SimpleNamespace(error=None)  # what SteppingFunction reads of an EnvCaller
+    return types.SimpleNamespace(error=None, env=types.SimpleNamespace(failure=None))  # what it reads of an EnvCaller
 
 
 def looped(step, steps: int = 3):
@@ -45,7 +50,8 @@ def test_a_graph_error_in_the_loop_says_where_its_op_was_defined():
         SteppingFunction(looped(gather_out_of_range), caller())()
     assert LOCATED in str(raised.value)
     assert "in gather_out_of_range" in str(raised.value).split(LOCATED, 1)[1]
-    assert LOCATED not in str(raised.value.__cause__)  # the single-threaded executor's own error lost it
+    first = raised.value.__cause__  # the single-threaded executor's own error, which lost it
+    assert isinstance(first, tf.errors.InvalidArgumentError) and LOCATED not in str(first)
 
 
 def test_an_environment_error_is_raised_as_it_came_and_not_rerun():
@@ -66,15 +72,33 @@ def test_an_environment_error_is_raised_as_it_came_and_not_rerun():
 
 
 def test_when_the_rerun_does_not_fail_the_first_error_stands():
-    fails = iter([True])  # only the first call fails
+    calls = []
 
     def flaky(i):
-        if next(fails, False):
+        calls.append(i)
+        if len(calls) == 1:
             raise ValueError("only once")
         return np.int32(i + 1)
 
     def step(i):
         return tf.numpy_function(flaky, [i], tf.int32, stateful=True)
 
-    with pytest.raises(tf.errors.OpError, match="only once"):
+    with pytest.raises(tf.errors.OpError, match="only once") as raised:
         SteppingFunction(looped(step), caller())()
+    assert len(calls) == 4 and raised.value.__cause__ is None  # rerun: 3 steps without an error
+
+
+def test_no_rerun_once_a_stop_is_requested():
+    calls = []
+
+    def step(i):
+        return tf.numpy_function(lambda i: calls.append(i) or i + 1, [i], tf.int32, stateful=True) + \
+            tf.gather(tf.constant([1, 2]), i + 5) * 0
+
+    stopping.request(15)
+    try:
+        with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+            SteppingFunction(looped(step), caller())()
+    finally:
+        stopping.clear()
+    assert len(calls) == 1 and LOCATED not in str(raised.value)  # the run is stopping: not stepped again

@@ -88,5 +88,5 @@ def test_the_evaluation_traces_once(parts):
     evaluator = parts.evaluator
     evaluator.run()
     evaluator.run()
-    assert evaluator.evaluate.traced.experimental_get_tracing_count() == 1
-    assert isinstance(evaluator.evaluate.traced, tf.types.experimental.GenericFunction)
+    assert evaluator.evaluate.function.experimental_get_tracing_count() == 1
+    assert isinstance(evaluator.evaluate.function, tf.types.experimental.GenericFunction)

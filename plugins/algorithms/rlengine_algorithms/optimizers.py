@@ -48,18 +48,18 @@ class FusedAdam(tf_keras.optimizers.Adam):
 
     def _step_scalars(self, dtype: tf.DType) -> tuple:
         """The update's scalars, as Keras computes them, shared by the variables of one graph."""
-        made = (getattr(self, "_scalars_of_step", None) or _StepScalars()).made
+        by_graph = (getattr(self, "_scalars_of_step", None) or _StepScalars()).by_graph
         key = (tf.compat.v1.get_default_graph(), dtype)
-        if key not in made:
+        if key not in by_graph:
             local_step = tf.cast(self.iterations + 1, dtype)
             beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
-            made[key] = (tf.cast(self.learning_rate, dtype), beta_1, beta_2, tf.pow(beta_1, local_step),
-                         tf.pow(beta_2, local_step), tf.cast(self.epsilon, dtype))
-        return made[key]
+            by_graph[key] = (tf.cast(self.learning_rate, dtype), beta_1, beta_2, tf.pow(beta_1, local_step),
+                             tf.pow(beta_2, local_step), tf.cast(self.epsilon, dtype))
+        return by_graph[key]
 
 
 class _StepScalars:
     """The scalars of one ``apply_gradients`` by (graph, dtype); a plain object, so Keras does not track it."""
 
     def __init__(self) -> None:
-        self.made: dict = {}
+        self.by_graph: dict = {}

@@ -3,7 +3,8 @@
 What the environment returns is checked against its spec before TensorFlow
 sees it (by the fault guard, or here for an unguarded environment): a wrong
 shape or dtype is then one error naming the environment and the field
-rather than a TensorFlow error that names neither.
+rather than a TensorFlow error that names neither. The checked arrays then
+cross into the graph packed into one buffer (:mod:`rlengine.collect.byte_packing`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import tensorflow as tf
 
 from rlengine.api import Environment
 from rlengine.api.data import Nest, TimeStep
+from rlengine.collect.byte_packing import BytePacking
 from rlengine.collect.env_checks import TimeStepCheck
 from rlengine.collect.python_thread import keep_thread_state
 
@@ -28,6 +30,7 @@ class EnvCaller:
         self.spec = raw_spec
         self.flat_spec = tf.nest.flatten(raw_spec)
         self.batch = env.batch_size
+        self.packing = BytePacking(self.flat_spec, self.batch)
         self.action_spec = env.action_spec()
         #: The environment's own exception, if one escaped step() or reset(): the graph
         #: reports it only as a generic op error, without its type.
@@ -45,23 +48,17 @@ class EnvCaller:
             if self.before_call is not None:
                 self.before_call()
             time_step = method(*args)
-            if self._check is not None:
-                self._check.check_spec(time_step, what)
-            return tf.nest.flatten(time_step)
+            leaves = tf.nest.flatten(time_step) if self._check is None else self._check.check_spec(time_step, what)
+            return self.packing.pack(leaves)
         except BaseException as exc:
             self.error = exc
             raise
 
     def step(self, action: Nest) -> TimeStep:
-        flat = tf.numpy_function(self._py_step, tf.nest.flatten(action),
-                                 [s.dtype for s in self.flat_spec], stateful=True)
-        return self._pack(flat)
+        outputs = tf.numpy_function(self._py_step, tf.nest.flatten(action), self.packing.dtypes, stateful=True)
+        return tf.nest.pack_sequence_as(self.spec, self.packing.unpack(outputs))
 
     def reset(self) -> TimeStep:
-        flat = tf.numpy_function(lambda: self._call("reset", self.env.reset), [],
-                                 [s.dtype for s in self.flat_spec], stateful=True)
-        return self._pack(flat)
-
-    def _pack(self, flat: list) -> TimeStep:
-        shaped = [tf.ensure_shape(t, [self.batch, *s.shape]) for t, s in zip(flat, self.flat_spec)]
-        return tf.nest.pack_sequence_as(self.spec, shaped)
+        outputs = tf.numpy_function(lambda: self._call("reset", self.env.reset), [], self.packing.dtypes,
+                                    stateful=True)
+        return tf.nest.pack_sequence_as(self.spec, self.packing.unpack(outputs))

@@ -54,13 +54,17 @@ class TimeStepCheck:
         self.fields = leaf_paths(spec, "")
         self.shapes = [(num_envs, *s.shape.as_list()) for s in flat]
         self.dtypes = [None if s.dtype == tf.string else np.dtype(s.dtype.as_numpy_dtype) for s in flat]
+        self._expected = list(zip(self.shapes, self.dtypes))  # what ndarrays that fit show (never equal with None)
         self.finite = [i for i, (field, s) in enumerate(zip(self.fields, flat))  # float rewards and observations
                        if (field == "reward" or field.startswith("observation")) and s.dtype.is_floating]
 
     # -- shapes and dtypes ------------------------------------------------------------------------
-    def check_spec(self, time_step: Any, what: str) -> None:
-        """Raise :class:`EnvironmentOutputMismatch` naming the field unless every array fits the spec."""
+    def check_spec(self, time_step: Any, what: str) -> list:
+        """Raise :class:`EnvironmentOutputMismatch` naming the field unless every array fits the spec;
+        return the leaves (flattened once for the checks that follow)."""
         leaves = [] if time_step is None else tf.nest.flatten(time_step)
+        if [(getattr(leaf, "shape", None), getattr(leaf, "dtype", None)) for leaf in leaves] == self._expected:
+            return leaves  # every step of a sound environment: one comparison, no conversion
         if len(leaves) != len(self.fields):
             raise self._mismatch(what, f"it is {type(time_step).__name__} of {len(leaves)} array(s), "
                                        f"expected a TimeStep of {len(self.fields)}")
@@ -68,6 +72,7 @@ class TimeStepCheck:
             problem = _leaf_problem(leaf, shape, dtype)
             if problem:
                 raise self._mismatch(what, f"{field} {problem}")
+        return leaves
 
     def _mismatch(self, what: str, problem: str) -> EnvironmentOutputMismatch:
         where = f" ({self.copies})" if self.copies else ""
@@ -77,9 +82,8 @@ class TimeStepCheck:
             "time_step_spec()")
 
     # -- finite values ----------------------------------------------------------------------------
-    def check_finite(self, time_step: TimeStep, what: str) -> None:
-        """One vectorised check per float leaf; the slow search runs only when one fails."""
-        leaves = tf.nest.flatten(time_step)
+    def check_finite(self, leaves: list, what: str) -> None:
+        """One vectorised check per float leaf of the flat ``leaves``; the slow search runs only when one fails."""
         for i in self.finite:
             leaf = np.asarray(leaves[i])
             if not np.isfinite(leaf).all():

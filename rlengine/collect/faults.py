@@ -208,9 +208,9 @@ class GuardedEnvironment(Environment):
     def _check_output(self, time_step: TimeStep, what: str) -> None:
         """Wrong arrays and non-finite values stop the run: the same code would return them again."""
         try:
-            self._check.check_spec(time_step, what)
+            leaves = self._check.check_spec(time_step, what)
             if self.check_finite:
-                self._check.check_finite(time_step, what)
+                self._check.check_finite(leaves, what)
         except EnvironmentFault as error:
             self.failure = error
             raise

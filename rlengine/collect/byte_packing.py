@@ -1,0 +1,87 @@
+"""The arrays of a time step handed to the graph as one byte buffer.
+
+A ``tf.numpy_function`` pays about 6 µs for each array it returns (here, on
+8 CartPole copies: 44 µs a call for a time step's six arrays against 14 µs for
+one), more than copying a few hundred bytes costs. So the small leaves of a
+time step travel as the columns of one ``uint8`` buffer ``[batch, bytes]``: the
+Python side concatenates their bytes, the graph splits the buffer and
+reinterprets each part (``tf.bitcast``). Large leaves (image observations)
+are returned as they are, since copying them twice would cost more than the
+call saves::
+
+    packing = BytePacking(flat_spec, batch)
+    outputs = tf.numpy_function(lambda: packing.pack(flat_arrays), [], packing.dtypes)
+    flat_tensors = packing.unpack(outputs)      # the leaves again, in flat_spec's order
+
+``pack`` expects arrays that already match the spec (shape and dtype), as the
+environment checks make them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+#: A leaf larger than this (in bytes over the whole batch) is returned on its own.
+LARGEST_PACKED_LEAF = 4096
+
+
+class BytePacking:
+    """How the leaves of ``flat_spec`` (with a leading ``batch`` dimension) travel: packed or on their own."""
+
+    def __init__(self, flat_spec: Sequence[tf.TensorSpec], batch: int):
+        self.batch = batch
+        self.shapes = [[batch, *s.shape.as_list()] for s in flat_spec]
+        self.leaf_dtypes = [s.dtype for s in flat_spec]
+        self.packed = [i for i, s in enumerate(flat_spec) if _packable(s, batch)]
+        self.widths = [_row_bytes(flat_spec[i]) for i in self.packed]
+        self.alone = [i for i in range(len(flat_spec)) if i not in self.packed]
+        if len(self.packed) < 2:  # nothing to gain
+            self.packed, self.widths, self.alone = [], [], list(range(len(flat_spec)))
+        #: the dtypes ``pack`` returns: the buffer (if any), then the leaves returned on their own
+        self.dtypes = ([tf.uint8] if self.packed else []) + [self.leaf_dtypes[i] for i in self.alone]
+
+    def pack(self, leaves: Sequence[Any]) -> list:
+        """The Python side: ``[buffer, *alone leaves]`` from the flat leaves."""
+        alone = [leaves[i] for i in self.alone]
+        if not self.packed:
+            return alone
+        rows = [np.ascontiguousarray(leaves[i]).reshape(self.batch, -1).view(np.uint8) for i in self.packed]
+        return [np.concatenate(rows, axis=1), *alone]
+
+    def unpack(self, outputs: Sequence[tf.Tensor]) -> list:
+        """The graph side: the flat leaves, each with its spec's shape and dtype."""
+        leaves: list = [None] * len(self.shapes)
+        outputs = list(outputs)
+        if self.packed:
+            buffer = tf.ensure_shape(outputs.pop(0), [self.batch, sum(self.widths)])
+            for i, part in zip(self.packed, tf.split(buffer, self.widths, axis=1)):
+                leaves[i] = self._reinterpret(part, i)
+        for i, tensor in zip(self.alone, outputs):
+            leaves[i] = tf.ensure_shape(tensor, self.shapes[i])
+        return leaves
+
+    def _reinterpret(self, part: tf.Tensor, i: int) -> tf.Tensor:
+        dtype, shape = self.leaf_dtypes[i], self.shapes[i]
+        if dtype == tf.uint8:
+            return tf.reshape(part, shape)
+        if dtype == tf.bool:  # numpy's bools are the bytes 0 and 1
+            return tf.cast(tf.reshape(part, shape), tf.bool)
+        if dtype.size == 1:
+            return tf.bitcast(tf.reshape(part, shape), dtype)
+        return tf.bitcast(tf.reshape(part, [*shape, dtype.size]), dtype)
+
+
+def _packable(spec: tf.TensorSpec, batch: int) -> bool:
+    """Fixed-size numbers that are small enough to be worth a copy."""
+    if spec.dtype == tf.string or not spec.shape.is_fully_defined():
+        return False
+    if not (spec.dtype.is_integer or spec.dtype.is_floating or spec.dtype == tf.bool):
+        return False
+    return 0 < batch * _row_bytes(spec) <= LARGEST_PACKED_LEAF
+
+
+def _row_bytes(spec: tf.TensorSpec) -> int:
+    return int(np.prod(spec.shape.as_list(), dtype=np.int64)) * spec.dtype.size

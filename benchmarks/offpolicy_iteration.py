@@ -11,7 +11,10 @@ env steps per second over those iterations (one update per env step).
 checkout in ``DIR`` (e.g. ``git worktree add /tmp/before HEAD~1``): a
 before/after figure from one run of the machine.
 
-    python benchmarks/offpolicy_iteration.py [--env-steps 3000] [--repeats 2] [--before DIR]
+``--set KEY=VALUE`` (repeatable) adds a config override to every run, e.g.
+``--set 'sac.hidden_matmul_dtype="bfloat16"'``.
+
+    python benchmarks/offpolicy_iteration.py [--env-steps 3000] [--repeats 2] [--before DIR] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ EXAMPLE = os.path.join(os.path.dirname(HERE), "examples", "sac_pendulum.toml")
 _CODE = ("import sys, rlengine; rlengine.Engine(sys.argv[1], sys.argv[2:]).train()")
 
 
-def run_once(core: str | None, env_steps: int) -> dict:
+def run_once(core: str | None, env_steps: int, extra: list) -> dict:
     """One training run in a fresh process (the code of the checkout ``core`` if given); its per-iteration figures."""
     root = tempfile.mkdtemp(prefix="offpolicy-iteration-")
-    overrides = [f"train.num_env_steps={env_steps}", f"train.root_dir={json.dumps(root)}", 'train.writers=["jsonl"]',
+    overrides = [*extra, f"train.num_env_steps={env_steps}", f"train.root_dir={json.dumps(root)}", 'train.writers=["jsonl"]',
                  "train.eval_interval=0", "train.checkpoint_seconds=0"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     if core:  # the checkout's core and plugin packages come before the installed ones
@@ -57,13 +60,14 @@ def main() -> None:
     parser.add_argument("--env-steps", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--before", help="a checkout whose core and plugins run as 'before'")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config override")
     args = parser.parse_args()
     variants = {"this": None, **({"before": os.path.abspath(args.before)} if args.before else {})}
     print(f"load average before: {os.getloadavg()}")
     results: dict = {name: [] for name in variants}
     for i in range(args.repeats):
         for name, core in variants.items():
-            results[name].append(run_once(core, args.env_steps))
+            results[name].append(run_once(core, args.env_steps, args.set))
             print(f"  {name} #{i + 1}: {results[name][-1]['steps_per_sec']:.0f} env steps/s", flush=True)
     print(f"\nSAC Pendulum-v1, 4 env steps + 4 updates per iteration, median of {args.repeats} run(s), "
           "ms per iteration:")

@@ -158,7 +158,8 @@ class DQN(OffPolicyAlgorithm):
         obs = self.encoder.output_size
         self.recurrent = config.lstm_size > 0
         head_in = config.lstm_size if self.recurrent else obs
-        self.q_network = StackedMLP(1, head_in, config.hidden_sizes, self.num_actions, 1.0, name="q_network")
+        self.q_network = StackedMLP(1, head_in, config.hidden_sizes, self.num_actions, 1.0, name="q_network",
+                                    hidden_matmul_dtype=config.hidden_matmul_dtype)
         self.target_network = self.q_network.copy("target_network")
         online = [*self.q_network.variables, *self.encoder.variables]
         target = [*self.target_network.variables, *self.target_encoder.variables]

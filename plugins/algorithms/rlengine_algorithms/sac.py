@@ -106,11 +106,13 @@ class SAC(OffPolicyAlgorithm):
         act, hidden = self.scale.size, config.hidden_sizes
         # loc and log std; with gSDE loc only, the noise's scale is the sde's log_std matrix
         heads = act if config.use_sde else 2 * act
-        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, heads, 0.01, name="actor")
+        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, heads, 0.01, name="actor",
+                                hidden_matmul_dtype=config.hidden_matmul_dtype)
         self.sde = (StateDependentNoise(hidden[-1] if hidden else self.actor_encoder.output_size, act,
                                         config.sde_log_std_init, config.sde_sample_interval)
                     if config.use_sde else None)
-        self.critic = StackedMLP(2, self.critic_encoder.output_size + act, hidden, 1, 1.0, name="critic")
+        self.critic = StackedMLP(2, self.critic_encoder.output_size + act, hidden, 1, 1.0, name="critic",
+                                 hidden_matmul_dtype=config.hidden_matmul_dtype)
         self.target_critic = self.critic.copy("target_critic")
         self.target_critic_encoder = target_encoder(self, self.critic_encoder, "target_critic_encoder")
         self.log_alpha = tf.Variable(math.log(config.initial_alpha), name="log_alpha")

@@ -84,8 +84,10 @@ class TD3(OffPolicyAlgorithm):
         # A shared encoder is trained by the critic loss only: the actor sees its features through stop_gradient.
         self.actor_stops_gradient = shared and bool(self.critic_encoder.trainable_variables)
         act, hidden = self.scale.size, config.hidden_sizes
-        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, act, 1.0, name="actor")
-        self.critic = StackedMLP(2, self.critic_encoder.output_size + act, hidden, 1, 1.0, name="critic")
+        self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, act, 1.0, name="actor",
+                                hidden_matmul_dtype=config.hidden_matmul_dtype)
+        self.critic = StackedMLP(2, self.critic_encoder.output_size + act, hidden, 1, 1.0, name="critic",
+                                 hidden_matmul_dtype=config.hidden_matmul_dtype)
         self.target_actor = self.actor.copy("target_actor")
         self.target_critic = self.critic.copy("target_critic")
         self.target_critic_encoder = target_encoder(self, self.critic_encoder, "target_critic_encoder")

@@ -17,6 +17,7 @@ from rlengine_algorithms.sac import SAC, SACConfig, squashed_sample
 from rlengine_algorithms.td3 import TD3, TD3Config
 
 from rlengine import BoundedTensorSpec, ConfigError, Experience, SquashedNormal, StepType, TimeStep, hookimpl
+from rlengine.api import seeding as run_random
 
 F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
 BOX = BoundedTensorSpec([1], tf.float32, -2.0, 2.0)
@@ -597,3 +598,39 @@ def test_replay_keeps_the_policy_state_only_where_training_starts_from_it(tmp_pa
         parts.pipeline.iterate(8)  # stored and trained on, through Learner.store
     finally:
         parts.close()
+
+
+@pytest.mark.parametrize("cls,spec", CASES)
+def test_bfloat16_hidden_matmuls_keep_float32_variables_and_come_close_to_float32(cls, spec):
+    """``hidden_matmul_dtype = "bfloat16"``: only the hidden-to-hidden matmuls run in bfloat16 (the first layer and
+    the heads stay float32), the variables, losses and gradients stay float32, and the losses and gradients are
+    those of float32 to bfloat16's precision."""
+    exp = experience([[M, M, L, M], [M, L, F, M]], obs_dim=5, action_spec=spec)
+    results = {}
+    for dtype in ("float32", "bfloat16"):
+        tf.random.set_seed(3)  # the same initial weights for both
+        algorithm = make(cls, spec, obs_dim=5, hidden_sizes=[32, 32, 32], hidden_matmul_dtype=dtype)
+        algorithm.build()
+        graph = tf.function(lambda: losses_and_grads(algorithm, exp)).get_concrete_function().graph
+        matmuls = [op for op in graph.get_operations() if op.type in ("MatMul", "BatchMatMulV2")]
+        run_random.reset(5)  # the same sampled actions and noise for both
+        results[dtype] = losses_and_grads(algorithm, exp), matmuls
+    (loss32, grads32), matmuls32 = results["float32"]
+    (loss16, grads16), matmuls16 = results["bfloat16"]
+    assert {op.get_attr("T") for op in matmuls32} == {tf.float32}
+    assert len(matmuls16) == len(matmuls32)
+    in_bfloat16 = [op for op in matmuls16 if op.get_attr("T") == tf.bfloat16]
+    assert 0 < len(in_bfloat16) < len(matmuls16)
+    # the first layer (5 or 6 inputs) and the heads (1 or 2 outputs) stay float32: no bfloat16 matmul sees them
+    dims = {d for op in in_bfloat16 for x in op.inputs for d in x.shape.as_list()}
+    assert dims.isdisjoint({1, 2, 5, 6}), dims
+    assert all(v.dtype == tf.float32 for _, v in grads16) and all(g.dtype == tf.float32 for g, _ in grads16)
+    np.testing.assert_allclose(loss16.loss.numpy(), loss32.loss.numpy(), rtol=0.05, atol=0.02)
+    for (g16, v), (g32, _) in zip(grads16, grads32):
+        scale = float(tf.reduce_max(tf.abs(g32))) + 1e-3
+        assert float(tf.reduce_max(tf.abs(g16 - g32))) < 0.1 * scale, v.name
+
+
+def test_hidden_matmul_dtype_is_one_of_two():
+    with pytest.raises((ValueError, TypeError), match="hidden_matmul_dtype"):
+        SACConfig(hidden_matmul_dtype="float16")

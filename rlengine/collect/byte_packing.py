@@ -10,16 +10,15 @@ are returned as they are, since copying them twice would cost more than the
 call saves::
 
     packing = BytePacking(flat_spec, batch)
-    outputs = tf.numpy_function(lambda: packing.pack(flat_arrays), [], packing.dtypes)
-    flat_tensors = packing.unpack(outputs)      # the leaves again, in flat_spec's order
+    flat_tensors = packing.numpy_function(py_step, [action])   # py_step returns the flat arrays
 
-``pack`` expects arrays that already match the spec (shape and dtype), as the
-environment checks make them.
+``py_step`` must return arrays that already match the spec (shape and
+dtype), as the environment checks make them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -42,6 +41,15 @@ class BytePacking:
             self.packed, self.widths, self.alone = [], [], list(range(len(flat_spec)))
         #: the dtypes ``pack`` returns: the buffer (if any), then the leaves returned on their own
         self.dtypes = ([tf.uint8] if self.packed else []) + [self.leaf_dtypes[i] for i in self.alone]
+
+    def numpy_function(self, py_leaves: Callable[..., Sequence[Any]], inputs: list) -> list:
+        """``tf.numpy_function(py_leaves, inputs, ...)`` with the leaves packed on the way: the flat leaves as tensors."""
+        if len(self.dtypes) == 1:  # one output is returned bare: eagerly, a list of one would be split into its rows
+            output = tf.numpy_function(lambda *args: self.pack(py_leaves(*args))[0], inputs, self.dtypes[0],
+                                       stateful=True)
+            return self.unpack([output])
+        return self.unpack(tf.numpy_function(lambda *args: self.pack(py_leaves(*args)), inputs, self.dtypes,
+                                             stateful=True))
 
     def pack(self, leaves: Sequence[Any]) -> list:
         """The Python side: ``[buffer, *alone leaves]`` from the flat leaves."""

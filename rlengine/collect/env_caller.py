@@ -48,17 +48,14 @@ class EnvCaller:
             if self.before_call is not None:
                 self.before_call()
             time_step = method(*args)
-            leaves = tf.nest.flatten(time_step) if self._check is None else self._check.check_spec(time_step, what)
-            return self.packing.pack(leaves)
+            return tf.nest.flatten(time_step) if self._check is None else self._check.check_spec(time_step, what)
         except BaseException as exc:
             self.error = exc
             raise
 
     def step(self, action: Nest) -> TimeStep:
-        outputs = tf.numpy_function(self._py_step, tf.nest.flatten(action), self.packing.dtypes, stateful=True)
-        return tf.nest.pack_sequence_as(self.spec, self.packing.unpack(outputs))
+        return tf.nest.pack_sequence_as(self.spec, self.packing.numpy_function(self._py_step, tf.nest.flatten(action)))
 
     def reset(self) -> TimeStep:
-        outputs = tf.numpy_function(lambda: self._call("reset", self.env.reset), [], self.packing.dtypes,
-                                    stateful=True)
-        return tf.nest.pack_sequence_as(self.spec, self.packing.unpack(outputs))
+        leaves = self.packing.numpy_function(lambda: self._call("reset", self.env.reset), [])
+        return tf.nest.pack_sequence_as(self.spec, leaves)

@@ -48,16 +48,17 @@ def test_which_leaves_are_packed():
     assert BATCH * 64 * 64 > LARGEST_PACKED_LEAF
 
 
-def test_round_trip_through_numpy_function_keeps_every_bit():
+@pytest.fixture(params=[False, True], ids=["graph", "eager"])
+def functions_eagerly(request):
+    tf.config.run_functions_eagerly(request.param)
+    yield
+    tf.config.run_functions_eagerly(False)
+
+
+def test_round_trip_through_numpy_function_keeps_every_bit(functions_eagerly):
     arrays = _arrays(np.random.default_rng(0))
     packing = BytePacking(SPECS, BATCH)
-
-    @tf.function(autograph=False)
-    def cross():
-        outputs = tf.numpy_function(lambda: packing.pack(arrays), [], packing.dtypes, stateful=True)
-        return packing.unpack(outputs)
-
-    leaves = cross()
+    leaves = tf.function(lambda: packing.numpy_function(lambda: arrays, []), autograph=False)()
     for spec, sent, got in zip(SPECS, arrays, leaves):
         assert got.dtype == spec.dtype and got.shape == (BATCH, *spec.shape)
         got = got.numpy()
@@ -83,3 +84,14 @@ def test_nothing_to_gain_returns_the_leaves_as_they_are(specs):
     assert packing.packed == [] and packing.dtypes == [s.dtype for s in specs]
     arrays = [np.zeros((BATCH, *s.shape), s.dtype.as_numpy_dtype) for s in specs]
     assert all(a is b for a, b in zip(packing.pack(arrays), arrays))
+
+
+def test_a_lone_buffer_keeps_its_rows_eagerly_too(functions_eagerly):
+    """With one output, numpy_function is given the buffer bare: eagerly, a list of one would come back split."""
+    specs = [tf.TensorSpec((), tf.int32), tf.TensorSpec((2,), tf.float32)]
+    arrays = [np.arange(BATCH, dtype=np.int32), np.ones((BATCH, 2), np.float32)]
+    packing = BytePacking(specs, BATCH)
+    assert packing.dtypes == [tf.uint8]
+    first, second = tf.function(lambda: packing.numpy_function(lambda: arrays, []), autograph=False)()
+    np.testing.assert_array_equal(first.numpy(), arrays[0])
+    np.testing.assert_array_equal(second.numpy(), arrays[1])

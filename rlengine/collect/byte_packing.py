@@ -44,12 +44,14 @@ class BytePacking:
 
     def numpy_function(self, py_leaves: Callable[..., Sequence[Any]], inputs: list) -> list:
         """``tf.numpy_function(py_leaves, inputs, ...)`` with the leaves packed on the way: the flat leaves as tensors."""
-        if len(self.dtypes) == 1:  # one output is returned bare: eagerly, a list of one would be split into its rows
-            output = tf.numpy_function(lambda *args: self.pack(py_leaves(*args))[0], inputs, self.dtypes[0],
-                                       stateful=True)
-            return self.unpack([output])
-        return self.unpack(tf.numpy_function(lambda *args: self.pack(py_leaves(*args)), inputs, self.dtypes,
-                                             stateful=True))
+        single = len(self.dtypes) == 1  # one output goes bare: eagerly, a list of one came back split into rows
+
+        def packed(*args: Any) -> Any:
+            outputs = self.pack(py_leaves(*args))
+            return outputs[0] if single else outputs
+
+        result = tf.numpy_function(packed, inputs, self.dtypes[0] if single else self.dtypes, stateful=True)
+        return self.unpack([result] if single else result)
 
     def pack(self, leaves: Sequence[Any]) -> list:
         """The Python side: ``[buffer, *alone leaves]`` from the flat leaves."""

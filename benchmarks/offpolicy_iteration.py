@@ -11,8 +11,9 @@ env steps per second over those iterations (one update per env step).
 checkout in ``DIR`` (e.g. ``git worktree add /tmp/before HEAD~1``): a
 before/after figure from one run of the machine.
 
-``--set KEY=VALUE`` (repeatable) adds a config override to every run, e.g.
-``--set 'sac.hidden_matmul_dtype="bfloat16"'``.
+``--set KEY=VALUE`` (repeatable) adds a config override to every run, after the
+benchmark's own, e.g. ``--set 'sac.hidden_matmul_dtype="bfloat16"'`` (with ``--before``,
+only keys the older checkout knows).
 
     python benchmarks/offpolicy_iteration.py [--env-steps 3000] [--repeats 2] [--before DIR] [--set KEY=VALUE]
 """
@@ -35,8 +36,8 @@ _CODE = ("import sys, rlengine; rlengine.Engine(sys.argv[1], sys.argv[2:]).train
 def run_once(core: str | None, env_steps: int, extra: list) -> dict:
     """One training run in a fresh process (the code of the checkout ``core`` if given); its per-iteration figures."""
     root = tempfile.mkdtemp(prefix="offpolicy-iteration-")
-    overrides = [*extra, f"train.num_env_steps={env_steps}", f"train.root_dir={json.dumps(root)}", 'train.writers=["jsonl"]',
-                 "train.eval_interval=0", "train.checkpoint_seconds=0"]
+    overrides = [f"train.num_env_steps={env_steps}", f"train.root_dir={json.dumps(root)}", 'train.writers=["jsonl"]',
+                 "train.eval_interval=0", "train.checkpoint_seconds=0", *extra]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     if core:  # the checkout's core and plugin packages come before the installed ones
         plugins = sorted(os.path.join(core, "plugins", name) for name in os.listdir(os.path.join(core, "plugins")))

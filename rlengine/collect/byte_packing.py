@@ -25,6 +25,9 @@ import tensorflow as tf
 
 #: A leaf larger than this (in bytes over the whole batch) is returned on its own.
 LARGEST_PACKED_LEAF = 4096
+#: The dtypes ``tf.bitcast`` reads back from bytes (and bool, cast): others (strings, 4- and 8-bit floats) go alone.
+PACKED_DTYPES = (tf.bool, tf.int8, tf.uint8, tf.int16, tf.uint16, tf.int32, tf.uint32, tf.int64, tf.uint64,
+                 tf.float16, tf.bfloat16, tf.float32, tf.float64)
 
 
 class BytePacking:
@@ -86,9 +89,7 @@ class BytePacking:
 
 def _packable(spec: tf.TensorSpec, batch: int) -> bool:
     """Fixed-size numbers that are small enough to be worth a copy."""
-    if spec.dtype == tf.string or not spec.shape.is_fully_defined():
-        return False
-    if not (spec.dtype.is_integer or spec.dtype.is_floating or spec.dtype == tf.bool):
+    if spec.dtype not in PACKED_DTYPES or not spec.shape.is_fully_defined():
         return False
     return 0 < batch * _row_bytes(spec) <= LARGEST_PACKED_LEAF
 

@@ -35,7 +35,9 @@ class EnvCaller:
         #: The environment's own exception, if one escaped step() or reset(): the graph
         #: reports it only as a generic op error, without its type.
         self.error: BaseException | None = None
-        checked = getattr(env, "checks_outputs", False)  # a GuardedEnvironment checks them itself
+        # A GuardedEnvironment checks them itself, against its own spec: the arrays are packed by raw_spec
+        # (byte packing reinterprets bytes, so a dtype of the same size would pass unnoticed), which must be it
+        checked = getattr(env, "checks_outputs", False) and env.time_step_spec() == raw_spec
         self._check = None if checked else TimeStepCheck(raw_spec, self.batch, f"environment {env.env_id!r}")
 
     def _py_step(self, *flat_action: np.ndarray) -> list:

@@ -98,8 +98,10 @@ def make_section(section: str, cls: type, values: Any) -> Any:
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:
-        # attrs validators say "'num_envs' must be > 0: 0", which names the key
-        raise ConfigError(f"invalid value in [{section}]: {telling_line(str(exc)) or type(exc).__name__}") from None
+        # attrs validators say "'num_envs' must be > 0: 0", which names the key; some (in_, instance_of)
+        # pass the attribute and the options along as further arguments, which str() would print too
+        message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        raise ConfigError(f"invalid value in [{section}]: {telling_line(message) or type(exc).__name__}") from None
 
 
 def _toml_value(value: Any) -> str:

@@ -5,6 +5,9 @@ import pytest
 import tensorflow as tf
 
 from rlengine.collect.byte_packing import LARGEST_PACKED_LEAF, BytePacking
+from rlengine.collect.env_caller import EnvCaller
+from rlengine.collect.env_checks import EnvironmentOutputMismatch
+from rlengine.testing import CountingEnv
 
 BATCH = 3
 SPECS = [
@@ -95,3 +98,25 @@ def test_a_lone_buffer_keeps_its_rows_eagerly_too(functions_eagerly):
     first, second = tf.function(lambda: packing.numpy_function(lambda: arrays, []), autograph=False)()
     np.testing.assert_array_equal(first.numpy(), arrays[0])
     np.testing.assert_array_equal(second.numpy(), arrays[1])
+
+
+class _SelfCheckedCountingEnv(CountingEnv):
+    """Says it checks its own outputs (as the fault guard does), against a spec whose reward is int32."""
+
+    checks_outputs = True
+
+    def time_step_spec(self):
+        return super().time_step_spec()._replace(reward=tf.TensorSpec([], tf.int32))
+
+    def _time_step(self, step_type, reward, discount, action):
+        return super()._time_step(step_type, reward, discount, action)._replace(reward=reward.astype(np.int32))
+
+
+def test_a_caller_checks_what_an_environment_checked_against_another_spec():
+    """Packed bytes would read an int32 reward as a float32 one: the caller checks it against the run's spec."""
+    env = _SelfCheckedCountingEnv("counting", BATCH, seed=0)
+    run_spec = CountingEnv("counting", BATCH, seed=0).time_step_spec()  # float32 rewards, as the run prepared
+    caller = EnvCaller(env, run_spec)
+    with pytest.raises(EnvironmentOutputMismatch, match="reward has dtype int32, expected float32"):
+        caller._call("reset", env.reset)
+    assert EnvCaller(CountingEnv("counting", BATCH, seed=0), run_spec)._check is not None  # unguarded: checked

@@ -316,6 +316,16 @@ def test_out_of_range_names_the_key(key, value):
     assert f"'{key}'" in message
 
 
+def test_a_choice_outside_its_options_is_one_readable_line():
+    @attrs.define(kw_only=True)
+    class Choosing:
+        mode: str = attrs.field(default="a", validator=attrs.validators.in_(["a", "b"]))
+
+    with pytest.raises(ConfigError) as info:
+        make_section("choosing", Choosing, {"mode": "c"})
+    assert str(info.value) == "invalid value in [choosing]: 'mode' must be in ['a', 'b'] (got 'c')"
+
+
 def test_zero_is_allowed_where_it_means_never():
     config = build_config({"train": {"eval_interval": 0, "checkpoint_interval": 0, "seed": 0}}, {})
 

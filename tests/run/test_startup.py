@@ -98,3 +98,10 @@ def test_the_command_line_called_from_a_program_leaves_its_collector_alone(capsy
     frozen = gc.get_freeze_count()
     assert cli.main(["--version"]) == 0
     assert not quiet_tensorflow._process_is_ours and gc.get_freeze_count() == frozen and gc.isenabled()
+
+
+def test_the_command_line_as_the_program_owns_its_process():
+    code = ("import sys; from rlengine import cli, quiet_tensorflow; sys.argv = ['rlengine', '--version']; "
+            "cli.main(); print(quiet_tensorflow._process_is_ours)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "True"

@@ -1,0 +1,70 @@
+"""On-policy minibatches: how a batch of rows is cut, and a static shape whenever the unroll fixes the row count."""
+
+import pytest
+import tensorflow as tf
+
+from rlengine import hookimpl
+from rlengine.learn.learner import minibatch_layout
+from rlengine.run.engine import Engine
+from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
+from rlengine.testing.kit import ToyAlgorithm
+
+
+@pytest.mark.parametrize("rows, mini_batch_size, expected", [
+    (256, 256, (256, 256, 1)),
+    (256, 64, (256, 64, 4)),
+    (100, 64, (100, 64, 1)),  # the 36 rows past the last whole minibatch are left out
+    (10, 64, (10, 10, 1)),  # a minibatch larger than the batch is the whole batch
+    (8, 0, (8, 8, 1)),  # 0: the whole batch in one update
+])
+def test_a_static_row_count_gives_python_ints(rows, mini_batch_size, expected):
+    assert minibatch_layout(tf.zeros([rows, 3]), mini_batch_size) == expected
+
+
+@pytest.mark.parametrize("rows, mini_batch_size, expected", [(256, 64, (256, 64, 4)), (10, 64, (10, 64, 1))])
+def test_an_unknown_row_count_gives_tensors_with_the_same_layout(rows, mini_batch_size, expected):
+    seen = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3])])
+    def layout(batch):
+        num_rows, size, count = minibatch_layout(batch, mini_batch_size)
+        seen.append(all(isinstance(x, tf.Tensor) for x in (num_rows, count)))
+        return num_rows, size, count
+
+    # with more rows asked for than there are, the slice of the shuffled order stops at the last row
+    assert tuple(int(x) for x in layout(tf.zeros([rows, 3]))) == expected
+    assert seen == [True]
+
+
+class ShapeWatchingToy(ToyAlgorithm):
+    """``toy`` cutting tiny_config's 2 copies x 4 steps = 8 rows into minibatches of 3 (2 an epoch, 2 rows
+    left out), and keeping the row shape each traced ``train_step`` saw."""
+
+    num_epochs = 2
+    mini_batch_size = 3
+    traced_shapes: list = []
+
+    def train_step(self, exp, state):
+        ShapeWatchingToy.traced_shapes.append(exp.reward.shape.as_list())
+        return super().train_step(exp, state)
+
+    def train_complete(self, tape, info, weight=None):
+        loss_info, grads_and_vars = super().train_complete(tape, info, weight)
+        rows = tf.cast(tf.size(info["reward"]), tf.float32)
+        return loss_info._replace(diagnostics={"rows": rows}), grads_and_vars
+
+
+class WatchingPlugin:
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("shape-watching-toy", ShapeWatchingToy)
+
+
+def test_each_minibatch_has_a_static_shape_when_the_unroll_fixes_the_rows(tmp_path):
+    ShapeWatchingToy.traced_shapes = []
+    config = tiny_config(str(tmp_path / "run"), algorithm="shape-watching-toy", num_env_steps=48, eval_interval=0)
+    Engine(config, extra_plugins=[("testing", testing_plugin()), ("watching", WatchingPlugin())]).train()
+    # the spec preparation's dummy step sees [2] rows; the learner's traced update, every minibatch: [3]
+    assert ShapeWatchingToy.traced_shapes[-1] == [3]
+    rows = [row for row in MemoryWriter.last.rows if "loss/total" in row]
+    assert rows and all(row["diagnostics/rows"] == 3.0 for row in rows)

@@ -222,7 +222,9 @@ class ActorCritic(Algorithm):
             pg, per_row = self.policy_loss(log_prob, advantage, batch)
             policy_loss, value_loss = mean(pg), mean(self.value_loss(info.value, batch))
             entropy = mean(info.dist.entropy())
-            loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
+            loss = policy_loss + cfg.value_coef * value_loss
+            if cfg.entropy_coef:  # at 0 the entropy is only reported: its gradient would be taken, then zeroed
+                loss -= cfg.entropy_coef * entropy
         variables = self.trainable_variables
         grads = tape.gradient(loss, variables)
         grads, norm = tf.clip_by_global_norm(grads, cfg.max_grad_norm)

@@ -116,7 +116,7 @@ def test_a_bad_intra_op_setting_is_one_line_naming_the_key(value):
         build_config({"train": {"intra_op_threads": value}}, {})
 
 
-# -- Grappler: one pass ----------------------------------------------------------------------------------------------
+# -- Grappler: one pass, no GPU passes on a CPU ----------------------------------------------------------------------------------------------
 PASSES = """
 import threading
 from tensorflow.core.protobuf import config_pb2
@@ -125,7 +125,8 @@ from tensorflow.python.eager import context
 def passes():
     config = config_pb2.ConfigProto()
     config.ParseFromString(context.context().function_call_options.config_proto_serialized)
-    return config.graph_options.rewrite_options.meta_optimizer_iterations  # 0: TensorFlow's default (two)
+    rewrites = config.graph_options.rewrite_options  # 0 for each: TensorFlow's default (two passes, both on)
+    return f"{rewrites.meta_optimizer_iterations},{rewrites.layout_optimizer},{rewrites.memory_optimization}"
 
 seen = [passes()]
 thread = threading.Thread(target=lambda: seen.append(passes()))  # threads read the options at their first call
@@ -134,9 +135,11 @@ print("passes", *seen)
 """
 
 
-def test_the_run_has_grappler_optimize_its_functions_in_one_pass_on_every_thread(tmp_path):
+def test_the_run_has_grappler_optimize_its_functions_in_one_pass_without_gpu_passes_on_every_thread(tmp_path):
     out = train_in_fresh_process(tmp_path, "{}", prefix="import tensorflow as tf; tf.function(tf.abs)(1.0)\n",
                                  suffix=PASSES)
     # the caller's function ran first, so the main thread had cached TensorFlow's default already
     passes = next(line for line in out.stdout.splitlines() if line.startswith("passes"))
-    assert passes == "passes 1 1", out.stdout  # RewriterConfig.ONE
+    # RewriterConfig.ONE; on this CPU-only machine the layout optimizer OFF and memory optimization NO_MEM_OPT
+    assert tf.config.list_physical_devices("GPU") == []
+    assert passes == "passes 1,2,1 1,2,1", out.stdout

@@ -158,7 +158,7 @@ class Learner:
 
         _, totals = tf.while_loop(lambda e, _: e < self.algorithm.num_epochs, epoch,
                                   (tf.constant(0), self._zero_totals()), parallel_iterations=1)
-        return self._with_reward_scale(_averages(totals, self.algorithm.num_epochs * num_minibatches))
+        return self._with_reward_scale(self._averages(totals, self.algorithm.num_epochs * num_minibatches))
 
     # -- from replay -------------------------------------------------------------
     def store(self, experience: Experience, begin: Any = 1) -> None:
@@ -202,7 +202,7 @@ class Learner:
 
         _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
                                   (tf.constant(0), self._zero_totals()), parallel_iterations=1)
-        return self._with_reward_scale(_averages(totals, num_updates))
+        return self._with_reward_scale(self._averages(totals, num_updates))
 
     def _with_state(self, batch: Any) -> Any:
         """Replayed ``[L, B]`` rows with a ``state`` field as the specs have it: replay keeps no policy state
@@ -332,8 +332,20 @@ class Learner:
         return experience._replace(
             rollout_info=self.converters.from_params(experience.rollout_info, self.specs.rollout_info))
 
-    def _zero_totals(self) -> tuple:
-        return tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), _scalars(self.specs.loss))
+    def _zero_totals(self) -> Any:
+        return tf.zeros([sum(s.shape.num_elements() for s in tf.nest.flatten(_scalars(self.specs.loss)))])
+
+    def _averages(self, totals: Any, count: Any) -> dict:
+        """The summary scalars: loss terms under ``loss/``, what only watches training under ``diagnostics/``."""
+        structure = _scalars(self.specs.loss)
+        specs = tf.nest.flatten(structure)
+        parts = tf.split(totals / tf.cast(count, tf.float32), [s.shape.num_elements() for s in specs])
+        loss, extra, diagnostics = tf.nest.pack_sequence_as(
+            structure, [tf.reshape(p, s.shape) for p, s in zip(parts, specs)])
+        out = {"loss/total": loss}
+        out.update({f"loss/{k}": v for k, v in extra.items()})
+        out.update({f"diagnostics/{k}": v for k, v in diagnostics.items()})
+        return out
 
 
 def _scalars(loss: LossInfo) -> tuple:
@@ -341,15 +353,7 @@ def _scalars(loss: LossInfo) -> tuple:
     return (loss.loss, dict(loss.extra), dict(loss.diagnostics))
 
 
-def _add(totals: tuple, loss: LossInfo) -> tuple:
-    return tf.nest.map_structure(tf.add, totals, _scalars(loss))
-
-
-def _averages(totals: tuple, count: Any) -> dict:
-    """The summary scalars: loss terms under ``loss/``, what only watches training under ``diagnostics/``."""
-    count = tf.cast(count, tf.float32)
-    loss, extra, diagnostics = totals
-    out = {"loss/total": loss / count}
-    out.update({f"loss/{k}": v / count for k, v in extra.items()})
-    out.update({f"diagnostics/{k}": v / count for k, v in diagnostics.items()})
-    return out
+def _add(totals: Any, loss: LossInfo) -> Any:
+    """``totals`` plus the update's scalars. The sums ride the update loops as one float32 vector: a loop
+    variable each would cost about five ops an update (merge, switch, identity, next iteration, add)."""
+    return totals + tf.concat([tf.reshape(t, [-1]) for t in tf.nest.flatten(_scalars(loss))], 0)

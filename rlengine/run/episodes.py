@@ -39,16 +39,33 @@ class EpisodeStats:
         of one env thread among several; by default the columns are copies ``0..B-1``.
         """
         ids = np.arange(step_type.shape[1]) if env_ids is None else np.asarray(env_ids)
-        for st, r in zip(step_type, reward):
-            first, last = ids[st == StepType.FIRST], ids[st == StepType.LAST]
-            self.returns[first] = 0.0
-            self.lengths[first] = 0
-            going = ids[st != StepType.FIRST]
-            self.returns[going] += r[st != StepType.FIRST]
-            self.lengths[going] += 1
-            if len(last):
-                self.finished_returns.extend(self.returns[last].tolist())
-                self.finished_lengths.extend(self.lengths[last].tolist())
+        boundary_rows = np.flatnonzero(((step_type == StepType.FIRST) | (step_type == StepType.LAST)).any(axis=1))
+        start = 0
+        for t in [*boundary_rows, len(step_type)]:
+            self._accumulate(ids, reward[start:t])  # no episode starts or ends in these rows
+            if t < len(step_type):
+                self._add_row(ids, step_type[t], reward[t])
+            start = t + 1
+
+    def _accumulate(self, ids: np.ndarray, rewards: np.ndarray) -> None:
+        """Rows in which every copy goes on: summed row after row, as :meth:`_add_row` would."""
+        if len(rewards):
+            returns = self.returns[ids]
+            for r in rewards:
+                returns += r
+            self.returns[ids] = returns
+            self.lengths[ids] += len(rewards)
+
+    def _add_row(self, ids: np.ndarray, st: np.ndarray, r: np.ndarray) -> None:
+        first, last = ids[st == StepType.FIRST], ids[st == StepType.LAST]
+        self.returns[first] = 0.0
+        self.lengths[first] = 0
+        going = ids[st != StepType.FIRST]
+        self.returns[going] += r[st != StepType.FIRST]
+        self.lengths[going] += 1
+        if len(last):
+            self.finished_returns.extend(self.returns[last].tolist())
+            self.finished_lengths.extend(self.lengths[last].tolist())
 
     def latest(self) -> dict:
         """Statistics of the episodes finished since ``start_iteration()`` (may be empty)."""

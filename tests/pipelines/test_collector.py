@@ -57,6 +57,36 @@ def test_episode_stats_count_whole_episodes_across_unrolls():
     assert stats.pop() == {"train/episode_return": 3.0, "train/episode_length": 3.0, "train/episodes": 1.0}
 
 
+def _episode_stats_row_by_row(stats: EpisodeStats, step_type, reward, ids) -> None:
+    """The definition: each row resets the copies it starts, adds to the others, and records the ones it ends."""
+    for st, r in zip(step_type, reward):
+        stats.returns[ids[st == StepType.FIRST]] = 0.0
+        stats.lengths[ids[st == StepType.FIRST]] = 0
+        going = ids[st != StepType.FIRST]
+        stats.returns[going] += r[st != StepType.FIRST]
+        stats.lengths[going] += 1
+        stats.finished_returns.extend(stats.returns[ids[st == StepType.LAST]].tolist())
+        stats.finished_lengths.extend(stats.lengths[ids[st == StepType.LAST]].tolist())
+
+
+@pytest.mark.parametrize("env_ids", [None, [4, 1, 3]])
+def test_episode_stats_sum_rows_without_a_boundary_at_once_to_the_same_bits(env_ids):
+    rng = np.random.default_rng(0)
+    fast, reference = EpisodeStats(5), EpisodeStats(5)
+    ids = np.arange(3) if env_ids is None else np.array(env_ids)
+    for _ in range(20):  # unrolls of 8 rows, 3 copies, episodes of 1-12 steps ending anywhere
+        step_type = rng.choice([StepType.MID] * 10 + [StepType.LAST], size=(8, 3))
+        step_type[1:][step_type[:-1] == StepType.LAST] = StepType.FIRST
+        reward = rng.normal(size=(8, 3)).astype(np.float32) * 1e3
+        fast.add(step_type, reward, env_ids)
+        _episode_stats_row_by_row(reference, step_type, reward, ids)
+    assert len(reference.finished_returns) > 10
+    assert fast.finished_returns == reference.finished_returns  # exactly: the same additions in the same order
+    assert fast.finished_lengths == reference.finished_lengths
+    np.testing.assert_array_equal(fast.returns, reference.returns)
+    np.testing.assert_array_equal(fast.lengths, reference.lengths)
+
+
 def test_episode_stats_give_the_iteration_its_episodes_and_a_summary_row_all_since_the_last_one():
     stats = EpisodeStats(1)
     F, L = StepType.FIRST, StepType.LAST

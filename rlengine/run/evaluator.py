@@ -10,7 +10,10 @@ lengths come back in one table for NumPy to average::
     while any copy has episodes to play:
         action = greedy(transformed observation)      # statistics not updated
         time step = env.step(action)                  # Python, from inside the graph
-        a copy whose episode ended records it in table[copy, episodes it played]
+        record its reward, whether it counts (live) and whether it ended an episode
+
+NumPy then sums each copy's episodes out of the recorded steps: the loop
+carries only what decides when it ends (the episodes each copy played).
 """
 
 from __future__ import annotations
@@ -58,13 +61,12 @@ class Evaluator:
     def run(self) -> dict:
         self.caller.error = None
         try:
-            returns, lengths = self.watch.call(self.evaluate)
+            steps = self.watch.call(self.evaluate)
         except tf.errors.OpError as exc:
             if self.caller.error is not None:  # a stop request, or the environment's own error
                 raise self.caller.error from exc
             raise
-        played = np.arange(returns.shape[1])[None, :] < self.quota[:, None]
-        returns, lengths = returns.numpy()[played], lengths.numpy()[played]
+        returns, lengths = episodes_of(*(t.numpy() for t in steps))
         return {
             "eval/average_return": float(np.mean(returns)),
             "eval/std_return": float(np.std(returns)),
@@ -75,42 +77,47 @@ class Evaluator:
     def close(self) -> None:
         self.watch.close()
 
-    def _evaluate(self) -> tuple[Any, Any]:
-        """Every copy's episodes: ``(returns, lengths)``, each ``[copies, most episodes of a copy]``."""
-        batch, width = self.env.batch_size, int(self.quota.max())
+    def _evaluate(self) -> tuple[Any, Any, Any]:
+        """Every step of every copy, ``[steps, copies]``: ``(reward, live, ended)``.
+
+        A step is live while its copy has episodes left to play and it is not the
+        automatic reset after a LAST step; a live LAST step ends an episode.
+        """
+        batch = self.env.batch_size
         quota = tf.constant(self.quota, tf.int64)
+        reward_dtype = self.caller.spec.reward.dtype
 
-        def playing(raw, t_state, p_state, score, table):
-            return tf.reduce_any(score[2] < quota)
+        def playing(t, raw, t_state, p_state, played, steps):
+            return tf.reduce_any(played < quota)
 
-        def step(raw, t_state, p_state, score, table):
+        def step(t, raw, t_state, p_state, played, steps):
             action, t_state, p_state = greedy(self.chain, self.algorithm, raw, t_state, p_state, batch)
             raw = self.caller.step(action)
-            score, table = _record(raw, score, table, quota)
-            return raw, t_state, p_state, score, table
+            live = (played < quota) & tf.not_equal(raw.step_type, StepType.FIRST)
+            ended = live & tf.equal(raw.step_type, StepType.LAST)
+            steps = [a.write(t, x) for a, x in zip(steps, (raw.reward, live, ended))]
+            return t + 1, raw, t_state, p_state, played + tf.cast(ended, tf.int64), steps
 
-        score = (tf.zeros([batch], tf.float64), tf.zeros([batch], tf.int64), tf.zeros([batch], tf.int64))
-        table = (tf.zeros([batch, width], tf.float64), tf.zeros([batch, width], tf.int64))
-        start = (self.caller.reset(), self.chain.initial_state(batch), self.algorithm.initial_state(batch),
-                 score, table)
-        *_, table = tf.while_loop(playing, step, start, parallel_iterations=1)
-        return table
+        steps = [tf.TensorArray(dtype, size=0, dynamic_size=True, element_shape=[batch])
+                 for dtype in (reward_dtype, tf.bool, tf.bool)]
+        start = (tf.constant(0), self.caller.reset(), self.chain.initial_state(batch),
+                 self.algorithm.initial_state(batch), tf.zeros([batch], tf.int64), steps)
+        *_, steps = tf.while_loop(playing, step, start, parallel_iterations=1)
+        return tuple(a.stack() for a in steps)
 
 
-def _record(raw: Any, score: tuple, table: tuple, quota: Any) -> tuple[tuple, tuple]:
-    """Add this step to each copy's episode; a copy whose episode ended writes it in its next table column.
+def episodes_of(reward: np.ndarray, live: np.ndarray, ended: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Returns and lengths of the episodes in ``[steps, copies]`` records, copy after copy.
 
-    ``score`` is (return, length, episodes played) per copy, ``table`` (returns, lengths) per episode.
+    Each return is summed in float64 step after step (``cumsum``), as a running
+    score would be: the rows of a copy that do not count add zero.
     """
-    returns, lengths, played = score
-    live = (played < quota) & tf.not_equal(raw.step_type, StepType.FIRST)  # FIRST: the auto-reset after LAST
-    returns += tf.where(live, tf.cast(raw.reward, tf.float64), tf.zeros_like(returns))
-    lengths += tf.cast(live, tf.int64)
-    ended = live & tf.equal(raw.step_type, StepType.LAST)
-    rows = tf.where(ended)[:, 0]
-    at = tf.stack([rows, tf.gather(played, rows)], axis=1)
-    table = (tf.tensor_scatter_nd_update(table[0], at, tf.gather(returns, rows)),
-             tf.tensor_scatter_nd_update(table[1], at, tf.gather(lengths, rows)))
-    zero_f, zero_i = tf.zeros_like(returns), tf.zeros_like(lengths)
-    score = (tf.where(ended, zero_f, returns), tf.where(ended, zero_i, lengths), played + tf.cast(ended, tf.int64))
-    return score, table
+    returns, lengths = [], []
+    counted = np.where(live, reward, 0).astype(np.float64)
+    for copy in range(reward.shape[1]):
+        start = 0
+        for end in np.flatnonzero(ended[:, copy]):
+            returns.append(np.cumsum(counted[start:end + 1, copy])[-1])
+            lengths.append(int(np.count_nonzero(live[start:end + 1, copy])))
+            start = end + 1
+    return np.array(returns, np.float64), np.array(lengths, np.int64)

@@ -8,7 +8,7 @@ from rlengine.api.data import StepType
 from rlengine.collect import stopping
 from rlengine.config import build_config
 from rlengine.run.build import build_components, config_classes
-from rlengine.run.evaluator import Evaluator
+from rlengine.run.evaluator import Evaluator, episodes_of
 from rlengine.testing import CountingEnv, tiny_config
 
 
@@ -90,3 +90,25 @@ def test_the_evaluation_traces_once(parts):
     evaluator.run()
     assert evaluator.evaluate.function.experimental_get_tracing_count() == 1
     assert isinstance(evaluator.evaluate.function, tf.types.experimental.GenericFunction)
+
+
+def test_the_recorded_steps_give_each_episode_summed_step_after_step_copy_after_copy():
+    rng = np.random.default_rng(1)
+    reward = (rng.normal(size=(40, 3)) * 1e3).astype(np.float32)
+    live = rng.random((40, 3)) < 0.9
+    live[:, 2] = False  # a copy with no episode to play
+    ended = live & (rng.random((40, 3)) < 0.2)
+    ended[30:, 0] = False  # copy 0's last steps are after its last episode: not in any
+    returns, lengths = episodes_of(reward, live, ended)
+    expected = []
+    for copy in range(3):
+        running, length = 0.0, 0
+        for t in range(40):
+            if live[t, copy]:
+                running, length = running + float(reward[t, copy]), length + 1
+            if ended[t, copy]:
+                expected.append((running, length))
+                running, length = 0.0, 0
+    assert len(expected) == int(ended.sum()) > 5
+    assert returns.tolist() == [r for r, _ in expected]  # the same bits
+    assert lengths.tolist() == [n for _, n in expected]

@@ -71,7 +71,7 @@ class FiniteCheck:
         guarded = [("the total loss", loss_info.loss)]
         guarded += [(f"the gradient of {v.name!r}", g) for g, v in grads_and_vars if g is not None]
         self.names = [n for n, _ in terms + guarded]
-        self.bad = tf.stack([tf.logical_not(tf.reduce_all(tf.math.is_finite(t))) for _, t in terms + guarded])
+        self.bad = tf.logical_not(tf.stack([tf.reduce_all(tf.math.is_finite(t)) for _, t in terms + guarded]))
         self.ok = tf.logical_not(tf.reduce_any(self.bad[len(terms):]))
 
     def culprit(self) -> Any:

@@ -26,6 +26,7 @@ from rlengine.api.run import Run
 from rlengine.collect import stopping
 from rlengine.collect.faults import EnvironmentFault
 from rlengine.errors import TrainingInterrupted, WorkerError, one_line
+from rlengine.learn.learner import SKIPPED_UPDATES
 from rlengine.run import signals
 from rlengine.run.best_checkpoint import BestCheckpoint
 from rlengine.run.build import Components
@@ -128,7 +129,7 @@ class Trainer:
 
     def _iterate(self) -> None:
         run, cfg, parts, stats = self.run, self.cfg, self.components, self.stats
-        parts.algorithm.progress.assign(run.env_steps / cfg.num_env_steps)
+        parts.algorithm.progress.assign(run.env_steps / cfg.num_env_steps, read_value=False)
         self._state = ITERATING
         step = parts.pipeline.iterate(run.env_steps)
         run.iteration += 1
@@ -163,7 +164,8 @@ class Trainer:
         metrics["time/update"] = update
         metrics["time/training"] = self.train_time()
         metrics["time/summaries"] = self.summary_time
-        metrics["train/skipped_updates"] = float(self.components.learner.skipped_updates.numpy())
+        if SKIPPED_UPDATES not in losses:  # no update this iteration (a dropped unroll, warm-up): read the count
+            metrics[SKIPPED_UPDATES] = float(self.components.learner.skipped_updates.numpy())
         return metrics
 
     def _base_metrics(self) -> dict:

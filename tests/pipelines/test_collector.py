@@ -106,6 +106,7 @@ def test_learner_trains_the_toy_policy(components):
     for _ in range(20):
         experience, carry = components.pipeline.collector.run(carry)
         losses = components.learner.train(experience)
-    assert set(losses) == {"loss/total", "loss/reward"}
+    assert set(losses) == {"loss/total", "loss/reward", "train/skipped_updates"}
+    assert losses["train/skipped_updates"] == 0  # the run's count, read in the same call
     result = components.evaluator.run()
     assert result["eval/average_return"] == 6.0  # always action 1: 3 steps x reward 2

@@ -116,7 +116,7 @@ def episodes_of(reward: np.ndarray, live: np.ndarray, ended: np.ndarray) -> tupl
     counted = np.where(live, reward, 0).astype(np.float64)
     for copy in range(reward.shape[1]):
         start = 0
-        for end in np.flatnonzero(ended[:, copy]):
+        for end in np.flatnonzero(ended[:, copy]).tolist():
             returns.append(np.cumsum(counted[start:end + 1, copy])[-1])
             lengths.append(int(np.count_nonzero(live[start:end + 1, copy])))
             start = end + 1

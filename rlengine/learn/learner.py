@@ -47,7 +47,7 @@ from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters, params_spec
 from rlengine.collect.policy_step import reset_where_first
-from rlengine.errors import NonFiniteError
+from rlengine.errors import NonFiniteError, SpecMismatchError
 from rlengine.learn.replay import kept_in_replay, rows_to_store
 from rlengine.learn.reward_scale import RewardScale
 
@@ -89,8 +89,9 @@ def minibatch_layout(rows: tf.Tensor, mini_batch_size: int) -> tuple:
 
     Python ints when N is static (fixed unroll length and copies), so each minibatch
     has a static shape and the gradients' shape arithmetic folds away when traced:
-    about a tenth of a PPO CartPole update. Tensors otherwise. A minibatch larger
-    than the batch is the whole batch; rows past the last whole minibatch are left out.
+    about a tenth of a PPO CartPole update. Otherwise the counts are tensors. A
+    minibatch larger than the batch is the whole batch; rows past the last whole
+    minibatch are left out; a batch without rows makes one empty minibatch.
     """
     static = rows.shape[0]
     if static is None:
@@ -98,7 +99,7 @@ def minibatch_layout(rows: tf.Tensor, mini_batch_size: int) -> tuple:
         size = mini_batch_size or num_rows
         return num_rows, size, tf.maximum(num_rows // size, 1)
     size = min(mini_batch_size or static, static) or 1
-    return static, size, static // size
+    return static, size, max(static // size, 1)  # no rows: one empty update, as with unknown shapes
 
 
 def swap_leading(t: Any) -> Any:
@@ -148,11 +149,11 @@ class Learner:
 
         def minibatch(i, order, totals):
             rows = order[i * size:(i + 1) * size]
-            if isinstance(size, int):  # (i + 1) * size <= num_rows: every minibatch is whole
-                rows.set_shape([size])
+            if isinstance(num_rows, int):  # static: (i + 1) * size <= num_rows, every minibatch is whole
+                rows.set_shape([min(size, num_rows)])
             params = tf.nest.pack_sequence_as(params_spec(spec), [tf.gather(t, rows) for t in flat])
             loss = self._update(self._info_fn(params, spec, recurrent))
-            return i + 1, order, _add(totals, loss)
+            return i + 1, order, self._add(totals, loss)
 
         def epoch(e, totals):
             order = run_random.shuffle(tf.range(num_rows))
@@ -202,7 +203,7 @@ class Learner:
             loss = self._update(info_fn, weight)
             if algorithm.prioritized_replay:
                 self._update_finite_priorities(sample.indices, loss.priority)
-            return i + 1, _add(totals, loss)
+            return i + 1, self._add(totals, loss)
 
         _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
                                   (tf.constant(0), self._zero_totals()), parallel_iterations=1)
@@ -339,6 +340,24 @@ class Learner:
         return experience._replace(
             rollout_info=self.converters.from_params(experience.rollout_info, self.specs.rollout_info))
 
+    def _add(self, totals: Any, loss: LossInfo) -> Any:
+        """``totals`` plus the update's scalars. The sums ride the update loops as one float32 vector: a loop
+        variable each would cost about five ops an update (merge, switch, identity, next iteration, add).
+        Checked against the prepared specs when traced, so a term that differs is named, not misfiled."""
+        expected, names = _scalars(self.specs.loss), _summary_names(self.specs.loss)
+        got = _scalars(loss)
+        mismatch = "" if _summary_names(loss) == names else f"returned {_summary_names(loss)}"
+        for name, spec, value in zip(names, tf.nest.flatten(expected), tf.nest.flatten(got)):
+            size = value.shape.num_elements()  # None: known only when it runs
+            if not mismatch and (value.dtype != spec.dtype or size not in (None, spec.shape.num_elements())):
+                mismatch = f"returned {name} as {value.dtype.name}{value.shape} against {spec.dtype.name}{spec.shape}"
+        if mismatch:
+            raise SpecMismatchError(
+                f"algorithm {type(self.algorithm).__name__}: train_complete() {mismatch} in the learner, unlike at "
+                f"spec preparation ({names}); return the same loss terms and diagnostics, as float32 scalars, on "
+                "every call (with and without a weight)")
+        return totals + tf.concat([tf.reshape(t, [-1]) for t in tf.nest.flatten(got)], 0)
+
     def _zero_totals(self) -> Any:
         return tf.zeros([sum(s.shape.num_elements() for s in tf.nest.flatten(_scalars(self.specs.loss)))])
 
@@ -360,7 +379,7 @@ def _scalars(loss: LossInfo) -> tuple:
     return (loss.loss, dict(loss.extra), dict(loss.diagnostics))
 
 
-def _add(totals: Any, loss: LossInfo) -> Any:
-    """``totals`` plus the update's scalars. The sums ride the update loops as one float32 vector: a loop
-    variable each would cost about five ops an update (merge, switch, identity, next iteration, add)."""
-    return totals + tf.concat([tf.reshape(t, [-1]) for t in tf.nest.flatten(_scalars(loss))], 0)
+def _summary_names(loss: LossInfo) -> list:
+    """The summary key of each leaf of ``_scalars(loss)``, in flattening order (dicts by sorted key)."""
+    return (["loss/total"] + [f"loss/{k}" for k in sorted(loss.extra)]
+            + [f"diagnostics/{k}" for k in sorted(loss.diagnostics)])

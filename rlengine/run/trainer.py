@@ -164,7 +164,7 @@ class Trainer:
         metrics["time/update"] = update
         metrics["time/training"] = self.train_time()
         metrics["time/summaries"] = self.summary_time
-        if SKIPPED_UPDATES not in losses:  # no update this iteration (a dropped unroll, warm-up): read the count
+        if SKIPPED_UPDATES not in losses:  # no update this iteration (a dropped unroll, warm-up): the same variable
             metrics[SKIPPED_UPDATES] = float(self.components.learner.skipped_updates.numpy())
         return metrics
 

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from rlengine import hookimpl
 from rlengine.api.data import LossInfo
+from rlengine.errors import SpecMismatchError
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
 from rlengine.testing.kit import ToyAlgorithm, ToyQAlgorithm
@@ -64,3 +65,26 @@ def test_a_loss_info_without_diagnostics_reports_only_losses(tmp_path, algorithm
     for row in training_rows(tmp_path, algorithm):
         assert not [key for key in row if key.startswith("diagnostics/")]
         assert "loss/total" in row
+
+
+class ChangingToy(ToyAlgorithm):
+    """``toy`` whose traced update reports a diagnostic its eager spec-preparation step did not."""
+
+    def train_complete(self, tape, info, weight=None):
+        loss_info, grads_and_vars = super().train_complete(tape, info, weight)
+        extra = {"late": loss_info.loss} if tf.inside_function() else {}
+        return LossInfo(loss_info.loss, loss_info.extra, loss_info.priority, extra), grads_and_vars
+
+
+class ChangingPlugin:
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("changing-toy", ChangingToy)
+
+
+def test_a_loss_info_unlike_the_prepared_one_is_named_not_misfiled(tmp_path):
+    config = tiny_config(str(tmp_path / "run"), algorithm="changing-toy", num_env_steps=48, eval_interval=0)
+    with pytest.raises(SpecMismatchError) as info:
+        Engine(config, extra_plugins=[("testing", testing_plugin()), ("changing", ChangingPlugin())]).train()
+    message = str(info.value)
+    assert "\n" not in message and "ChangingToy" in message and "diagnostics/late" in message

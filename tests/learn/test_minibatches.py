@@ -16,6 +16,7 @@ from rlengine.testing.kit import ToyAlgorithm
     (100, 64, (100, 64, 1)),  # the 36 rows past the last whole minibatch are left out
     (10, 64, (10, 10, 1)),  # a minibatch larger than the batch is the whole batch
     (8, 0, (8, 8, 1)),  # 0: the whole batch in one update
+    (0, 64, (0, 1, 1)),  # no rows: one empty minibatch, as with an unknown row count
 ])
 def test_a_static_row_count_gives_python_ints(rows, mini_batch_size, expected):
     assert minibatch_layout(tf.zeros([rows, 3]), mini_batch_size) == expected
@@ -68,3 +69,31 @@ def test_each_minibatch_has_a_static_shape_when_the_unroll_fixes_the_rows(tmp_pa
     assert ShapeWatchingToy.traced_shapes[-1] == [3]
     rows = [row for row in MemoryWriter.last.rows if "loss/total" in row]
     assert rows and all(row["diagnostics/rows"] == 3.0 for row in rows)
+
+
+class UnknownRowsToy(ShapeWatchingToy):
+    """Keeps the time steps whose rewards are not negative (all of them): a row count known only when it
+    runs, 8 rows against minibatches of 64."""
+
+    mini_batch_size = 64
+    num_epochs = 1
+
+    def preprocess_experience(self, exp):
+        rows = super(ShapeWatchingToy, self).preprocess_experience(exp)  # [T, B]
+        kept = tf.reduce_all(rows.rollout_info >= 0, axis=1)
+        return tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept), rows)
+
+
+class UnknownRowsPlugin:
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("unknown-rows-toy", UnknownRowsToy)
+
+
+def test_a_minibatch_larger_than_a_batch_of_unknown_rows_is_the_whole_batch(tmp_path):
+    ShapeWatchingToy.traced_shapes = []
+    config = tiny_config(str(tmp_path / "run"), algorithm="unknown-rows-toy", num_env_steps=48, eval_interval=0)
+    Engine(config, extra_plugins=[("testing", testing_plugin()), ("unknown", UnknownRowsPlugin())]).train()
+    assert ShapeWatchingToy.traced_shapes[-1] == [None]  # not claimed to be 64
+    rows = [row for row in MemoryWriter.last.rows if "loss/total" in row]
+    assert rows and all(row["diagnostics/rows"] == 8.0 for row in rows)

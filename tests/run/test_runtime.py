@@ -140,6 +140,6 @@ def test_the_run_has_grappler_optimize_its_functions_in_one_pass_without_gpu_pas
                                  suffix=PASSES)
     # the caller's function ran first, so the main thread had cached TensorFlow's default already
     passes = next(line for line in out.stdout.splitlines() if line.startswith("passes"))
-    # RewriterConfig.ONE; on this CPU-only machine the layout optimizer OFF and memory optimization NO_MEM_OPT
-    assert tf.config.list_physical_devices("GPU") == []
-    assert passes == "passes 1,2,1 1,2,1", out.stdout
+    # RewriterConfig.ONE; without a GPU also the layout optimizer OFF and memory optimization NO_MEM_OPT
+    expected = "1,0,0" if tf.config.list_physical_devices("GPU") else "1,2,1"
+    assert passes == f"passes {expected} {expected}", out.stdout

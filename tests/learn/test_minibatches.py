@@ -55,22 +55,6 @@ class ShapeWatchingToy(ToyAlgorithm):
         return loss_info._replace(diagnostics={"rows": rows}), grads_and_vars
 
 
-class WatchingPlugin:
-    @hookimpl
-    def rlengine_register_algorithms(self, register):
-        register("shape-watching-toy", ShapeWatchingToy)
-
-
-def test_each_minibatch_has_a_static_shape_when_the_unroll_fixes_the_rows(tmp_path):
-    ShapeWatchingToy.traced_shapes = []
-    config = tiny_config(str(tmp_path / "run"), algorithm="shape-watching-toy", num_env_steps=48, eval_interval=0)
-    Engine(config, extra_plugins=[("testing", testing_plugin()), ("watching", WatchingPlugin())]).train()
-    # the spec preparation's dummy step sees [2] rows; the learner's traced update, every minibatch: [3]
-    assert ShapeWatchingToy.traced_shapes[-1] == [3]
-    rows = [row for row in MemoryWriter.last.rows if "loss/total" in row]
-    assert rows and all(row["diagnostics/rows"] == 3.0 for row in rows)
-
-
 class UnknownRowsToy(ShapeWatchingToy):
     """Keeps the time steps whose rewards are not negative (all of them): a row count known only when it
     runs, 8 rows against minibatches of 64."""
@@ -84,16 +68,27 @@ class UnknownRowsToy(ShapeWatchingToy):
         return tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept), rows)
 
 
-class UnknownRowsPlugin:
+class WatchingPlugin:
     @hookimpl
     def rlengine_register_algorithms(self, register):
+        register("shape-watching-toy", ShapeWatchingToy)
         register("unknown-rows-toy", UnknownRowsToy)
 
 
-def test_a_minibatch_larger_than_a_batch_of_unknown_rows_is_the_whole_batch(tmp_path):
+def rows_per_update(tmp_path, algorithm: str) -> tuple:
+    """``(the row shape of the last traced train_step, each written row's diagnostics/rows)``."""
     ShapeWatchingToy.traced_shapes = []
-    config = tiny_config(str(tmp_path / "run"), algorithm="unknown-rows-toy", num_env_steps=48, eval_interval=0)
-    Engine(config, extra_plugins=[("testing", testing_plugin()), ("unknown", UnknownRowsPlugin())]).train()
-    assert ShapeWatchingToy.traced_shapes[-1] == [None]  # not claimed to be 64
-    rows = [row for row in MemoryWriter.last.rows if "loss/total" in row]
-    assert rows and all(row["diagnostics/rows"] == 8.0 for row in rows)
+    config = tiny_config(str(tmp_path / "run"), algorithm=algorithm, num_env_steps=48, eval_interval=0)
+    Engine(config, extra_plugins=[("testing", testing_plugin()), ("watching", WatchingPlugin())]).train()
+    rows = [row["diagnostics/rows"] for row in MemoryWriter.last.rows if "loss/total" in row]
+    assert rows
+    return ShapeWatchingToy.traced_shapes[-1], set(rows)
+
+
+def test_each_minibatch_has_a_static_shape_when_the_unroll_fixes_the_rows(tmp_path):
+    # the spec preparation's dummy step sees [2] rows; the learner's traced update, every minibatch: [3]
+    assert rows_per_update(tmp_path, "shape-watching-toy") == ([3], {3.0})
+
+
+def test_a_minibatch_larger_than_a_batch_of_unknown_rows_is_the_whole_batch(tmp_path):
+    assert rows_per_update(tmp_path, "unknown-rows-toy") == ([None], {8.0})  # not claimed to be 64

@@ -49,6 +49,7 @@ from tensorflow.python.eager import context as eager_context
 
 from rlengine.collect import stopping
 from rlengine.collect.env_caller import EnvCaller
+from rlengine.collect.fixed_signature import FixedSignatureFunction
 
 EXECUTOR = "SINGLE_THREADED_EXECUTOR"
 #: what TensorFlow's errors on the default executor say and the single-threaded one's lose
@@ -59,7 +60,8 @@ RERUN_ERRORS = (tf.errors.InvalidArgumentError, tf.errors.OutOfRangeError, tf.er
 
 
 class SteppingFunction:
-    """``tf.function(fn, autograph=False)`` traced and called on the single-threaded executor.
+    """``tf.function(fn, autograph=False)`` traced and called on the single-threaded executor (through
+    :class:`FixedSignatureFunction`).
 
     The executor choice is per Python thread, so it is made at every call, on
     the calling thread (the fault watch's worker thread calls from its own).
@@ -70,15 +72,16 @@ class SteppingFunction:
     def __init__(self, fn: Callable, caller: EnvCaller):
         self.fn = fn
         self.caller = caller
-        self.function = tf.function(fn, autograph=False)  # the tf.function itself, for tests and trace counts
+        self.call = FixedSignatureFunction(fn)
+        self.function = self.call.function  # the tf.function itself, for tests and trace counts
 
     def __call__(self, *args: Any) -> Any:
         if not one_device():
-            return self.function(*args)
+            return self.call(*args)
         env_error = self.caller.error
         try:
             with eager_context.function_executor_type(EXECUTOR):
-                return self.function(*args)
+                return self.call(*args)
         except tf.errors.OpError as error:
             if self._may_rerun(error, env_error):
                 self._raise_located(args, error)

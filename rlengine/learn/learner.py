@@ -46,6 +46,7 @@ from rlengine.api.data import Experience, LossInfo, Nest
 from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters, params_spec
+from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.policy_step import reset_where_first
 from rlengine.errors import NonFiniteError, SpecMismatchError
 from rlengine.learn.replay import kept_in_replay, rows_to_store
@@ -123,9 +124,9 @@ class Learner:
         # the NaN guard: updates skipped in a row, and what was not finite in the newest one
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
         self.nonfinite_culprit = tf.Variable("", dtype=tf.string, trainable=False, name="nonfinite_culprit")
-        # autograph=False: explicit loops; see SyncDriver.
-        self.train = tf.function(self._train, autograph=False)
-        self.train_from_replay = tf.function(self._train_from_replay, autograph=False)
+        # autograph=False (inside): explicit loops
+        self.train = FixedSignatureFunction(self._train)
+        self.train_from_replay = FixedSignatureFunction(self._train_from_replay)
 
     # -- on-policy -------------------------------------------------------------
     def _train(self, experience: Experience) -> dict:

@@ -30,6 +30,7 @@ from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.api.placement import actor_device
 from rlengine.collect import env_state as env_state_lib
 from rlengine.collect.faults import FaultWatch
+from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.unroll import Carry
 from rlengine.learn.replay import ReplayBuffer, kept_in_replay
 from rlengine.pipelines.sync.collector import Collector
@@ -109,7 +110,7 @@ class ReplayAllPipeline(SyncPipeline):
         train = context.config.train  # room for exactly one unroll of T + 1 rows per copy
         self.buffer = ReplayBuffer(context.specs.experience, train.num_envs,
                                    train.num_envs * (train.unroll_length + 1), sequence_length=1)
-        self.collect = tf.function(self._collect_and_replay, autograph=False)
+        self.collect = FixedSignatureFunction(self._collect_and_replay)
 
     def _collect_and_replay(self, carry: Carry) -> tuple:
         experience, carry = self.collector._run(carry)
@@ -147,7 +148,7 @@ class OffPolicyPipeline(SyncPipeline):
         steps = self.collector.unroll_length * self.collector.batch
         self.num_updates = tf.constant(self.algorithm.num_updates_per_iteration or steps)  # 0: one per env step
         self.warming_up = {flag: tf.constant(flag) for flag in (False, True)}  # no new tensor per iteration
-        self.iterate_in_graph = tf.function(self._iterate_in_graph, autograph=False)
+        self.iterate_in_graph = FixedSignatureFunction(self._iterate_in_graph)
         self._env = self.collector.env.env
 
     def start(self) -> None:

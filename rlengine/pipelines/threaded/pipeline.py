@@ -28,6 +28,7 @@ import tensorflow as tf
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.api.placement import actor_device
 from rlengine.collect.faults import EnvironmentFault, EnvironmentTimeout
+from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.errors import WorkerError
 from rlengine.pipelines.threaded.config import AsyncConfig, thread_layout
 from rlengine.pipelines.threaded.coordinator import QUEUE_CLOSED, Coordinator
@@ -76,9 +77,9 @@ class AsyncPipeline(Pipeline):
                                       i % num_actors if num_actors else None, policy, cfg.unroll_length)
                             for i, env in enumerate(envs)]
         self.actors = [ActorThread(a, policy, self.queues, served[a]) for a in range(num_actors)]
-        self.receive = tf.function(self._receive_unroll, autograph=False)
-        self.receive_and_store = tf.function(self._receive_and_store, autograph=False)
-        self.receive_and_train = tf.function(self._receive_and_train, autograph=False)
+        self.receive = FixedSignatureFunction(self._receive_unroll)
+        self.receive_and_store = FixedSignatureFunction(self._receive_and_store)
+        self.receive_and_train = FixedSignatureFunction(self._receive_and_train)
         # env threads whose first row is already stored (later unrolls repeat it as their row 0)
         self.first_row_stored = tf.Variable(tf.zeros([len(envs)], tf.bool), trainable=False, name="first_row_stored")
         self._collecting_at_random = bool(self.random_actions.numpy())

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from rlengine.api import Algorithm, Environment
@@ -38,6 +37,7 @@ from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
 from rlengine.collect.env_caller import EnvCaller
+from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.policy_step import act, observe
 from rlengine.collect.transformers import TransformerChain
 from rlengine.collect.unroll import Carry, unroll
@@ -78,7 +78,7 @@ class EnvThread:
         self.unroll_length = unroll_length
         self.env_steps = 0  # collected by this thread; read by the learner for summaries
         self.start = tf.function(self._start, autograph=False)
-        self.unroll = tf.function(self._unroll, autograph=False)
+        self.unroll = FixedSignatureFunction(self._unroll)
 
     def describe(self) -> str:
         first = self.env.first_env_id
@@ -103,7 +103,7 @@ class EnvThread:
 
     def _restarts(self) -> Any:
         """How often the (fault-guarded) environment has been recreated; 0 for an unguarded one."""
-        return np.int64(getattr(self.env, "restarts", 0))
+        return tf.constant(getattr(self.env, "restarts", 0), tf.int64)  # a tensor: the unroll's fast call
 
     def _queues(self, handles: tuple) -> tuple:
         return tuple(None if kind is None else kind.view(h) for kind, h in zip(self._kinds, handles))

@@ -26,6 +26,7 @@ import types
 import tensorflow as tf
 from collect_throughput import collection_config, driver_steps_per_sec
 
+from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.stepping_function import LOCATED, SteppingFunction
 from rlengine.plugin.manager import build_plugins
 from rlengine.run.build import build_components
@@ -33,10 +34,11 @@ from rlengine.run.evaluator import Evaluator
 
 
 def on_executor(python_function, name: str, caller):
-    """A fresh function of ``python_function`` on executor ``name``: ``tf.function`` as the engine had it, or
-    the engine's ``SteppingFunction`` (``caller``: the EnvCaller it steps)."""
+    """A fresh function of ``python_function`` on executor ``name``: a ``FixedSignatureFunction`` on the
+    default executor, or the engine's ``SteppingFunction`` (``caller``: the EnvCaller it steps), which is one
+    on the single-threaded executor: both skip the argument matching, so only the executor differs."""
     if name == "default":
-        return tf.function(python_function, autograph=False)
+        return FixedSignatureFunction(python_function)
     return SteppingFunction(python_function, caller)
 
 

@@ -26,5 +26,7 @@ def test_warm_up_then_training_in_one_traced_call(plugins, tmp_path):
         assert all(np.isfinite(float(v)) for x in losses[2:] for v in x.values())
         assert int(learner.skipped_updates.numpy()) == 0
         assert pipeline.iterate_in_graph.experimental_get_tracing_count() == 1  # warm-up and training alike
+        pipeline.iterate_in_graph.function = None  # later iterations run the trace without the tf.function
+        assert pipeline.iterate(env_steps).losses
     finally:
         parts.close()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from rlengine.api import Algorithm, Environment
@@ -94,7 +95,7 @@ class EnvThread:
         try:
             carry, version = self.start(handles)
             while not coordinator.should_stop():
-                carry, version = self.unroll(carry, version, self._restarts(), handles)
+                carry, version = self.unroll(carry, version, tf.constant(self._restarts()), handles)
                 self.env_steps += self.unroll_length * self.batch
         except tf.errors.OpError as exc:
             if self.caller.error is not None:  # the environment raised: report its error, not the graph's
@@ -103,7 +104,7 @@ class EnvThread:
 
     def _restarts(self) -> Any:
         """How often the (fault-guarded) environment has been recreated; 0 for an unguarded one."""
-        return tf.constant(getattr(self.env, "restarts", 0), tf.int64)  # a tensor: the unroll's fast call
+        return np.int64(getattr(self.env, "restarts", 0))
 
     def _queues(self, handles: tuple) -> tuple:
         return tuple(None if kind is None else kind.view(h) for kind, h in zip(self._kinds, handles))

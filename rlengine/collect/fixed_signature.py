@@ -39,8 +39,8 @@ MAX_TRACES = 4
 class FixedSignatureFunction:
     """``tf.function(fn, autograph=False)``, whose calls after the first skip the per-call matching."""
 
-    def __init__(self, fn: Callable, **options: Any):
-        self.function = tf.function(fn, autograph=False, **options)  # the tf.function, for tests and trace counts
+    def __init__(self, fn: Callable):
+        self.function = tf.function(fn, autograph=False)  # the tf.function, for tests and trace counts
         # the first MAX_TRACES traces called, each as (concrete function, (dtype, shape) or None for each
         # flat argument); a tuple replaced whole, so that another thread never sees a function with another's
         # signature
@@ -50,14 +50,15 @@ class FixedSignatureFunction:
         if kwargs or tf.config.functions_run_eagerly():  # keywords, or `--eager` debugging: as called
             return self.function(*args, **kwargs)
         flat = tf.nest.flatten(args)
-        if tf.executing_eagerly():
+        eager = tf.executing_eagerly()
+        if eager:
             for concrete, signature in self._traces:
                 if _matches(flat, signature):
                     # the concrete function's own call would match the structure again: its flat call does
                     # not (its inputs are the tensors: None leaves are no inputs)
                     return concrete._call_flat([v for v in flat if v is not None], concrete.captured_inputs)
         result = self.function(*args)
-        if len(self._traces) < MAX_TRACES:
+        if eager and len(self._traces) < MAX_TRACES:
             self._remember(args, flat)
         return result
 
@@ -68,7 +69,7 @@ class FixedSignatureFunction:
 
     def _remember(self, args: tuple, flat: list) -> None:
         """Keep the trace an eager call with tensors (or None) only just ran."""
-        if tf.executing_eagerly() and all(v is None or isinstance(v, tf.Tensor) for v in flat):
+        if all(v is None or isinstance(v, tf.Tensor) for v in flat):
             signature = [None if v is None else (v.dtype, v.shape) for v in flat]
             self._traces = (*self._traces, (self.function.get_concrete_function(*args), signature))  # a lookup
 

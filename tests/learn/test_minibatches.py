@@ -3,7 +3,7 @@
 import pytest
 import tensorflow as tf
 
-from rlengine import hookimpl
+from rlengine import PolicyStep, hookimpl
 from rlengine.learn.learner import minibatch_layout
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
@@ -92,3 +92,54 @@ def test_each_minibatch_has_a_static_shape_when_the_unroll_fixes_the_rows(tmp_pa
 
 def test_a_minibatch_larger_than_a_batch_of_unknown_rows_is_the_whole_batch(tmp_path):
     assert rows_per_update(tmp_path, "unknown-rows-toy") == ([None], {8.0})  # not claimed to be 64
+
+
+class RowOrderToy(ToyAlgorithm):
+    """``toy`` that numbers tiny_config's 8 rows (2 copies x 4 steps) in the order collected and reports
+    whether each update saw them in that order."""
+
+    num_epochs = 3
+    mini_batch_size = 8
+
+    def preprocess_experience(self, exp):
+        rows = super().preprocess_experience(exp)  # [T, B]
+        index = tf.reshape(tf.range(tf.size(rows.rollout_info), dtype=tf.float32), tf.shape(rows.rollout_info))
+        return rows._replace(rollout_info={"reward": rows.rollout_info, "index": index})
+
+    def train_step(self, exp, state):
+        dist = self._dist(exp.observation)
+        return PolicyStep((), state, {"log_prob": dist.log_prob(exp.action), "reward": exp.rollout_info["reward"],
+                                      "index": exp.rollout_info["index"]})
+
+    def train_complete(self, tape, info, weight=None):
+        loss_info, grads_and_vars = super().train_complete(tape, info, weight)
+        index = info["index"]
+        in_order = tf.reduce_all(index == tf.range(tf.size(index), dtype=index.dtype))
+        return loss_info._replace(diagnostics={"in_order": tf.cast(in_order, tf.float32)}), grads_and_vars
+
+
+class HalvesToy(RowOrderToy):
+    mini_batch_size = 4  # two minibatches an epoch: shuffled
+
+
+class OrderPlugin:
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("row-order-toy", RowOrderToy)
+        register("halves-toy", HalvesToy)
+
+
+def in_order_per_iteration(tmp_path, algorithm: str) -> list:
+    config = tiny_config(str(tmp_path / algorithm), algorithm=algorithm, num_env_steps=48, eval_interval=0)
+    Engine(config, extra_plugins=[("testing", testing_plugin()), ("order", OrderPlugin())]).train()
+    return [row["diagnostics/in_order"] for row in MemoryWriter.last.rows if "loss/total" in row]
+
+
+def test_a_minibatch_of_every_row_keeps_the_order_collected(tmp_path):
+    # shuffling changes nothing but the order its rows are summed in, so it is left out
+    assert set(in_order_per_iteration(tmp_path, "row-order-toy")) == {1.0}
+
+
+def test_smaller_minibatches_are_shuffled(tmp_path):
+    seen = in_order_per_iteration(tmp_path, "halves-toy")
+    assert seen and min(seen) < 1.0

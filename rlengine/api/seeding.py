@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-__all__ = ["generator", "reset", "seed", "shuffle"]
+__all__ = ["generator", "orders", "reset", "seed", "shuffle"]
 
 _generator: Optional[tf.random.Generator] = None
 _seed = 0  # of the generator the next generator() makes
@@ -55,3 +55,9 @@ def shuffle(values: Any) -> Any:
     """``values`` in a random order along the first axis (a stateless ``tf.random.shuffle``)."""
     keys = tf.random.stateless_uniform(tf.shape(values)[:1], seed=seed())
     return tf.gather(values, tf.argsort(keys))
+
+
+def orders(count: int, size: Any) -> Any:
+    """``count`` independent random orders of ``range(size)``: int32 ``[count, size]``, from one fresh seed."""
+    keys = tf.random.stateless_uniform(tf.stack([count, size]), seed=seed())
+    return tf.argsort(keys, axis=-1)

@@ -3,7 +3,7 @@
 On-policy, one :meth:`Learner.train` call (one ``tf.function`` call) runs::
 
     batch = algorithm.preprocess_experience(experience)        # [T + 1, B] -> [T, B]
-    for epoch in range(algorithm.num_epochs):
+    for epoch in range(algorithm.num_epochs):                   # one graph loop over both
         for minibatch in shuffled(batch, algorithm.mini_batch_size):  # unshuffled when one holds every row
             update(minibatch)
 
@@ -103,6 +103,27 @@ def minibatch_layout(rows: tf.Tensor, mini_batch_size: int) -> tuple:
     return static, size, max(static // size, 1)  # no rows: one empty update, as with unknown shapes
 
 
+def minibatch_picker(flat: list, num_epochs: int, num_rows: Any, size: Any, num_minibatches: Any) -> Callable:
+    """``pick(u)``: the flat tensors of update ``u``'s minibatch, ``u`` counting every epoch's minibatches.
+
+    Every epoch's order is drawn at once. One minibatch of every row (PPO CartPole's
+    default) is not shuffled: the order would change only how its rows are summed,
+    and the shuffle and gathers took about a quarter of that update.
+    """
+    if isinstance(num_rows, int) and size == num_rows:
+        return lambda u: flat
+    orders = run_random.orders(num_epochs, num_rows)
+
+    def pick(u: Any) -> list:
+        i = u % num_minibatches
+        rows = orders[u // num_minibatches, i * size:(i + 1) * size]
+        if isinstance(num_rows, int):  # static: (i + 1) * size <= num_rows, every minibatch is whole
+            rows.set_shape([min(size, num_rows)])
+        return [tf.gather(t, rows) for t in flat]
+
+    return pick
+
+
 def swap_leading(t: Any) -> Any:
     """``[T, B, ...]`` <-> ``[B, T, ...]``."""
     return tf.transpose(t, [1, 0, *range(2, len(t.shape))])
@@ -148,30 +169,17 @@ class Learner:
             flat = [tf.reshape(t, [-1, *t.shape[2:]]) for t in flat]
         num_rows, size, num_minibatches = minibatch_layout(flat[0], self.algorithm.mini_batch_size)
 
-        def minibatch(i, order, totals):
-            rows = order[i * size:(i + 1) * size]
-            if isinstance(num_rows, int):  # static: (i + 1) * size <= num_rows, every minibatch is whole
-                rows.set_shape([min(size, num_rows)])
-            params = tf.nest.pack_sequence_as(params_spec(spec), [tf.gather(t, rows) for t in flat])
-            loss = self._update(self._info_fn(params, spec, recurrent))
-            return i + 1, order, self._add(totals, loss)
+        num_epochs = self.algorithm.num_epochs
+        pick = minibatch_picker(flat, num_epochs, num_rows, size, num_minibatches)
 
-        def shuffled_epoch(e, totals):
-            order = run_random.shuffle(tf.range(num_rows))
-            _, _, totals = tf.while_loop(lambda i, *_: i < num_minibatches, minibatch,
-                                         (tf.constant(0), order, totals), parallel_iterations=1)
-            return e + 1, totals
+        def update(u, totals):  # the epochs' minibatches in one loop: a nested loop costs more per update
+            params = tf.nest.pack_sequence_as(params_spec(spec), pick(u))
+            return u + 1, self._add(totals, self._update(self._info_fn(params, spec, recurrent)))
 
-        def whole_batch_epoch(e, totals):
-            whole = tf.nest.pack_sequence_as(params_spec(spec), flat)
-            return e + 1, self._add(totals, self._update(self._info_fn(whole, spec, recurrent)))
-
-        # One minibatch of every row (PPO CartPole's default): shuffling would change only the order its
-        # rows are summed in, and its gathers and inner loop took about a quarter of the update.
-        epoch = whole_batch_epoch if isinstance(num_rows, int) and size == num_rows else shuffled_epoch
-        _, totals = tf.while_loop(lambda e, _: e < self.algorithm.num_epochs, epoch,
-                                  (tf.constant(0), self._zero_totals()), parallel_iterations=1)
-        return self._with_counts(self._averages(totals, self.algorithm.num_epochs * num_minibatches))
+        num_updates = num_epochs * num_minibatches
+        _, totals = tf.while_loop(lambda u, _: u < num_updates, update, (tf.constant(0), self._zero_totals()),
+                                  parallel_iterations=1)
+        return self._with_counts(self._averages(totals, num_updates))
 
     # -- from replay -------------------------------------------------------------
     def store(self, experience: Experience, begin: Any = 1) -> None:

@@ -143,3 +143,17 @@ def test_a_minibatch_of_every_row_keeps_the_order_collected(tmp_path):
 def test_smaller_minibatches_are_shuffled(tmp_path):
     seen = in_order_per_iteration(tmp_path, "halves-toy")
     assert seen and min(seen) < 1.0
+
+
+def test_orders_are_independent_permutations_drawn_from_the_run_seed():
+    from rlengine.api import seeding
+
+    def draw(run_seed):
+        seeding.reset(run_seed)
+        return seeding.orders(4, 6).numpy()
+
+    orders = draw(3)
+    assert orders.shape == (4, 6)
+    assert all(sorted(row) == list(range(6)) for row in orders)
+    assert len({tuple(row) for row in orders}) > 1  # not one order repeated
+    assert (draw(3) == orders).all() and not (draw(4) == orders).all()

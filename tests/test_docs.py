@@ -511,10 +511,10 @@ def test_encoder_example_builds_its_features_from_the_spec(my_package):
 
 @pytest.mark.first_party
 def test_encoder_example_trains_the_first_party_ppo(my_plugin, tmp_path):
-    raw = {"train": dict(algorithm="ppo", env="CartPole-v1", num_envs=8, unroll_length=32, num_env_steps=12_288,
+    raw = {"train": dict(algorithm="ppo", env="CartPole-v1", num_envs=8, unroll_length=32, num_env_steps=16_384,
                          eval_interval=16, num_eval_episodes=4, writers=[], checkpoint_seconds=0,
                          root_dir=str(tmp_path / "run")),
            "ppo": {"encoder": "fourier", "learning_rate": 1e-3, "num_epochs": 10, "mini_batch_size": 256},
            "fourier": {"features": 32, "scale": 0.5}}
     result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin)]).train()
-    assert result.eval_return > 100  # random play averages about 22; this run reaches about 140
+    assert result.eval_return > 100  # random play averages about 22; this run reaches about 300

@@ -97,7 +97,7 @@ def minibatch_layout(rows: tf.Tensor, mini_batch_size: int) -> tuple:
     static = rows.shape[0]
     if static is None:
         num_rows = tf.shape(rows)[0]
-        size = mini_batch_size or num_rows
+        size = mini_batch_size or tf.maximum(num_rows, 1)  # 0: every row; of none, one empty minibatch
         return num_rows, size, tf.maximum(num_rows // size, 1)
     size = min(mini_batch_size or static, static) or 1
     return static, size, max(static // size, 1)  # no rows: one empty update, as with unknown shapes
@@ -106,17 +106,18 @@ def minibatch_layout(rows: tf.Tensor, mini_batch_size: int) -> tuple:
 def minibatch_picker(flat: list, num_epochs: int, num_rows: Any, size: Any, num_minibatches: Any) -> Callable:
     """``pick(u)``: the flat tensors of update ``u``'s minibatch, ``u`` counting every epoch's minibatches.
 
-    Every epoch's order is drawn at once. One minibatch of every row (PPO CartPole's
-    default) is not shuffled: the order would change only how its rows are summed,
-    and the shuffle and gathers took about a quarter of that update.
+    Every epoch's order is drawn at once. When the row count is known when traced and
+    one minibatch holds every row (PPO CartPole's default), the rows are not shuffled:
+    the order would change only how they are summed, and the shuffle and gathers took
+    about a quarter of that update.
     """
     if isinstance(num_rows, int) and size == num_rows:
         return lambda u: flat
-    orders = run_random.orders(num_epochs, num_rows)
+    epoch_orders = run_random.orders(num_epochs, num_rows)
 
     def pick(u: Any) -> list:
         i = u % num_minibatches
-        rows = orders[u // num_minibatches, i * size:(i + 1) * size]
+        rows = epoch_orders[u // num_minibatches, i * size:(i + 1) * size]
         if isinstance(num_rows, int):  # static: (i + 1) * size <= num_rows, every minibatch is whole
             rows.set_shape([min(size, num_rows)])
         return [tf.gather(t, rows) for t in flat]

@@ -3,8 +3,9 @@
 import pytest
 import tensorflow as tf
 
+import rlengine
 from rlengine import PolicyStep, hookimpl
-from rlengine.learn.learner import minibatch_layout
+from rlengine.learn.learner import minibatch_layout, minibatch_picker
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
 from rlengine.testing.kit import ToyAlgorithm
@@ -22,7 +23,8 @@ def test_a_static_row_count_gives_python_ints(rows, mini_batch_size, expected):
     assert minibatch_layout(tf.zeros([rows, 3]), mini_batch_size) == expected
 
 
-@pytest.mark.parametrize("rows, mini_batch_size, expected", [(256, 64, (256, 64, 4)), (10, 64, (10, 64, 1))])
+@pytest.mark.parametrize("rows, mini_batch_size, expected", [(256, 64, (256, 64, 4)), (10, 64, (10, 64, 1)),
+                                                             (0, 0, (0, 1, 1))])  # no rows: one empty minibatch
 def test_an_unknown_row_count_gives_tensors_with_the_same_layout(rows, mini_batch_size, expected):
     seen = []
 
@@ -114,7 +116,7 @@ class RowOrderToy(ToyAlgorithm):
     def train_complete(self, tape, info, weight=None):
         loss_info, grads_and_vars = super().train_complete(tape, info, weight)
         index = info["index"]
-        in_order = tf.reduce_all(index == tf.range(tf.size(index), dtype=index.dtype))
+        in_order = tf.reduce_all(index[1:] - index[:-1] == 1)  # consecutive, as collected
         return loss_info._replace(diagnostics={"in_order": tf.cast(in_order, tf.float32)}), grads_and_vars
 
 
@@ -146,14 +148,26 @@ def test_smaller_minibatches_are_shuffled(tmp_path):
 
 
 def test_orders_are_independent_permutations_drawn_from_the_run_seed():
-    from rlengine.api import seeding
-
     def draw(run_seed):
-        seeding.reset(run_seed)
-        return seeding.orders(4, 6).numpy()
+        rlengine.random.reset(run_seed)
+        return rlengine.random.orders(4, 6).numpy()
 
     orders = draw(3)
     assert orders.shape == (4, 6)
     assert all(sorted(row) == list(range(6)) for row in orders)
     assert len({tuple(row) for row in orders}) > 1  # not one order repeated
     assert (draw(3) == orders).all() and not (draw(4) == orders).all()
+
+
+def test_the_picker_gives_each_epoch_its_own_order_and_whole_minibatches():
+    rlengine.random.reset(0)
+    flat = [tf.range(8) * 10]  # 8 rows, minibatches of 3: 2 an epoch, 2 rows sit out
+    pick = minibatch_picker(flat, 3, 8, 3, 2)
+    epochs = []
+    for epoch in range(3):
+        first, second = (pick(tf.constant(2 * epoch + i))[0] for i in range(2))
+        assert first.shape == second.shape == [3]
+        assert not set(first.numpy()) & set(second.numpy())  # an epoch's minibatches do not overlap
+        epochs.append(tuple(first.numpy()) + tuple(second.numpy()))
+    assert len(set(epochs)) == 3  # each epoch its own order
+    assert minibatch_picker(flat, 3, 8, 8, 1)(tf.constant(0)) is flat  # one minibatch of every row: as collected

@@ -70,18 +70,21 @@ class UnknownRowsToy(ShapeWatchingToy):
         return tf.nest.map_structure(lambda t: tf.boolean_mask(t, kept), rows)
 
 
-class WatchingPlugin:
+class ToysPlugin:
+    """Registers every toy of this module."""
+
     @hookimpl
     def rlengine_register_algorithms(self, register):
-        register("shape-watching-toy", ShapeWatchingToy)
-        register("unknown-rows-toy", UnknownRowsToy)
+        for name, toy in [("shape-watching-toy", ShapeWatchingToy), ("unknown-rows-toy", UnknownRowsToy),
+                          ("row-order-toy", RowOrderToy), ("halves-toy", HalvesToy)]:
+            register(name, toy)
 
 
 def rows_per_update(tmp_path, algorithm: str) -> tuple:
     """``(the row shape of the last traced train_step, each written row's diagnostics/rows)``."""
     ShapeWatchingToy.traced_shapes = []
     config = tiny_config(str(tmp_path / "run"), algorithm=algorithm, num_env_steps=48, eval_interval=0)
-    Engine(config, extra_plugins=[("testing", testing_plugin()), ("watching", WatchingPlugin())]).train()
+    Engine(config, extra_plugins=[("testing", testing_plugin()), ("toys", ToysPlugin())]).train()
     rows = [row["diagnostics/rows"] for row in MemoryWriter.last.rows if "loss/total" in row]
     assert rows
     return ShapeWatchingToy.traced_shapes[-1], set(rows)
@@ -124,16 +127,9 @@ class HalvesToy(RowOrderToy):
     mini_batch_size = 4  # two minibatches an epoch: shuffled
 
 
-class OrderPlugin:
-    @hookimpl
-    def rlengine_register_algorithms(self, register):
-        register("row-order-toy", RowOrderToy)
-        register("halves-toy", HalvesToy)
-
-
 def in_order_per_iteration(tmp_path, algorithm: str) -> list:
     config = tiny_config(str(tmp_path / algorithm), algorithm=algorithm, num_env_steps=48, eval_interval=0)
-    Engine(config, extra_plugins=[("testing", testing_plugin()), ("order", OrderPlugin())]).train()
+    Engine(config, extra_plugins=[("testing", testing_plugin()), ("toys", ToysPlugin())]).train()
     return [row["diagnostics/in_order"] for row in MemoryWriter.last.rows if "loss/total" in row]
 
 

@@ -53,8 +53,7 @@ def seed() -> Any:
 
 def shuffle(values: Any) -> Any:
     """``values`` in a random order along the first axis (a stateless ``tf.random.shuffle``)."""
-    keys = tf.random.stateless_uniform(tf.shape(values)[:1], seed=seed())
-    return tf.gather(values, tf.argsort(keys))
+    return tf.gather(values, orders(1, tf.shape(values)[0])[0])  # [1, n] keys draw what [n] did
 
 
 def orders(count: int, size: Any) -> Any:

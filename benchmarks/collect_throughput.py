@@ -7,7 +7,15 @@ value head, transformers, the experience arrays). Target: the collector keeps
 at least 70% of raw stepping at 64 copies, 40% at 8. Trials alternate; the best
 of each is shown.
 
-    python benchmarks/collect_throughput.py [--num-envs 64] [--unrolls 40] [--trials 3]
+``--split`` also prints where a batch step of the collector goes: the whole
+step; the graph's side alone (the same loop over an environment that answers
+at once with a time step it saved); the environment's Python alone (the
+guarded env's step and the packing, in a tight Python loop); and what is
+left, the environment's Python running slower inside the loop than alone
+(the graph's work between two steps evicts its code and data from the
+caches, and the env's Python evicts the graph's).
+
+    python benchmarks/collect_throughput.py [--num-envs 64] [--unrolls 40] [--trials 3] [--split]
 """
 
 import argparse
@@ -16,8 +24,11 @@ import time
 
 import gymnasium
 import numpy as np
+import tensorflow as tf
 
+from rlengine import Environment
 from rlengine.config import DEFAULT_CONFIG, apply_overrides, build_config, read_toml
+from rlengine.pipelines.sync.collector import Collector
 from rlengine.plugin.manager import build_plugins
 from rlengine.run.build import build_components, config_classes
 
@@ -43,8 +54,8 @@ def collection_config(plugins, num_envs: int):
     return build_config(raw, config_classes(plugins))
 
 
-def driver_steps_per_sec(components, unrolls: int) -> float:
-    driver = components.pipeline.collector
+def driver_steps_per_sec(components, unrolls: int, driver=None) -> float:
+    driver = driver or components.pipeline.collector
     carry = driver.start()
     for _ in range(2):  # trace and warm up
         _, carry = driver.run(carry)
@@ -56,11 +67,64 @@ def driver_steps_per_sec(components, unrolls: int) -> float:
     return unrolls * UNROLL * driver.batch / elapsed
 
 
+class SavedAnswer(Environment):
+    """``env``'s first time step after reset, returned again for every step: an environment that costs nothing."""
+
+    checks_outputs = True  # the answer was checked when ``env`` (the guarded env) gave it: no second check per step
+
+    def __init__(self, env: Environment):
+        super().__init__(env.env_id, env.num_envs, env.seed, env.first_env_id, env.config)
+        self.env, self.answer = env, None
+
+    def time_step_spec(self):
+        return self.env.time_step_spec()
+
+    def action_spec(self):
+        return self.env.action_spec()
+
+    def reset(self):
+        return self.env.reset()
+
+    def step(self, action):
+        if self.answer is None:
+            self.answer = self.env.step(action)
+        return self.answer
+
+
+def env_python_seconds(components, steps: int) -> float:
+    """Seconds per batch step of the env's Python as the graph's callback runs it, in a tight loop."""
+    caller = components.pipeline.collector.env
+    spec = caller.action_spec
+    actions = [np.random.randint(spec.minimum, spec.maximum + 1, size=caller.batch).astype(spec.dtype.as_numpy_dtype)
+               for _ in range(64)]
+    caller.env.reset()
+    start = time.perf_counter()
+    for i in range(steps):
+        caller.packing.pack(tf.nest.flatten(caller.env.step(actions[i % 64])))
+    return (time.perf_counter() - start) / steps
+
+
+def print_split(components, num_envs: int, unrolls: int, trials: int) -> None:
+    """Microseconds per batch step: whole, graph side, env Python alone, and the rest (best of ``trials``)."""
+    pipe = components.pipeline.collector
+    graph_side = Collector(SavedAnswer(pipe.env.env), pipe.chain, pipe.algorithm, pipe.specs, pipe.converters,
+                           pipe.unroll_length)
+    whole, graph, env = [], [], []
+    for _ in range(trials):
+        whole.append(num_envs / driver_steps_per_sec(components, unrolls))
+        graph.append(num_envs / driver_steps_per_sec(components, unrolls, graph_side))
+        env.append(env_python_seconds(components, unrolls * UNROLL))
+    w, g, e = (min(x) * 1e6 for x in (whole, graph, env))
+    print(f"per batch step of {num_envs} copies: whole {w:.0f} us = graph side {g:.0f} (an env that answers at once) "
+          f"+ env Python {e:.0f} (alone, in a tight loop) + {w - g - e:.0f} (what the two cost together, beyond apart)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--num-envs", type=int, default=64)
     parser.add_argument("--unrolls", type=int, default=40)
     parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--split", action="store_true", help="also print where a batch step goes")
     args = parser.parse_args()
     plugins = build_plugins()
     components = build_components(collection_config(plugins, args.num_envs), plugins, tempfile.mkdtemp())
@@ -68,10 +132,12 @@ def main() -> None:
     for _ in range(args.trials):
         raw_best = max(raw_best, raw_steps_per_sec(args.num_envs, args.unrolls * UNROLL))
         driver_best = max(driver_best, driver_steps_per_sec(components, args.unrolls))
-    components.close()
     print(f"CartPole-v1, {args.num_envs} copies: raw gymnasium (random actions) {raw_best:,.0f} steps/s; "
           f"rlengine PPO collection {driver_best:,.0f} steps/s; ratio {driver_best / raw_best:.0%} "
-          f"(target >= {'70%' if args.num_envs >= 64 else '40%'})")
+          f"(target >= {'70%' if args.num_envs >= 64 else '40%'})", flush=True)
+    if args.split:
+        print_split(components, args.num_envs, args.unrolls, args.trials)
+    components.close()
 
 
 if __name__ == "__main__":

@@ -8,12 +8,11 @@ at least 70% of raw stepping at 64 copies, 40% at 8. Trials alternate; the best
 of each is shown.
 
 ``--split`` also prints where a batch step of the collector goes: the whole
-step; the graph's side alone (the same loop over an environment that answers
-at once with a time step it saved); the environment's Python alone (the
-guarded env's step and the packing, in a tight Python loop); and what is
-left, the environment's Python running slower inside the loop than alone
-(the graph's work between two steps evicts its code and data from the
-caches, and the env's Python evicts the graph's).
+step; the graph's side alone (the same loop, callback and packing included,
+over an environment that answers at once with a time step it saved); the
+environment's Python alone (the guarded env's step, in a tight Python loop);
+and what is left: what the two cost together beyond their costs apart (most
+likely each evicting the other's code and data from the caches).
 
     python benchmarks/collect_throughput.py [--num-envs 64] [--unrolls 40] [--trials 3] [--split]
 """
@@ -24,7 +23,6 @@ import time
 
 import gymnasium
 import numpy as np
-import tensorflow as tf
 
 from rlengine import Environment
 from rlengine.config import DEFAULT_CONFIG, apply_overrides, build_config, read_toml
@@ -68,7 +66,7 @@ def driver_steps_per_sec(components, unrolls: int, driver=None) -> float:
 
 
 class SavedAnswer(Environment):
-    """``env``'s first time step after reset, returned again for every step: an environment that costs nothing."""
+    """``env``'s answer to the first step, returned again for every later one: an environment that costs nothing."""
 
     checks_outputs = True  # the answer was checked when ``env`` (the guarded env) gave it: no second check per step
 
@@ -92,7 +90,7 @@ class SavedAnswer(Environment):
 
 
 def env_python_seconds(components, steps: int) -> float:
-    """Seconds per batch step of the env's Python as the graph's callback runs it, in a tight loop."""
+    """Seconds per batch step of the guarded env's ``step``, in a tight loop (the graph side has the packing)."""
     caller = components.pipeline.collector.env
     spec = caller.action_spec
     actions = [np.random.randint(spec.minimum, spec.maximum + 1, size=caller.batch).astype(spec.dtype.as_numpy_dtype)
@@ -100,7 +98,7 @@ def env_python_seconds(components, steps: int) -> float:
     caller.env.reset()
     start = time.perf_counter()
     for i in range(steps):
-        caller.packing.pack(tf.nest.flatten(caller.env.step(actions[i % 64])))
+        caller.env.step(actions[i % 64])
     return (time.perf_counter() - start) / steps
 
 

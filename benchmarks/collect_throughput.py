@@ -31,6 +31,7 @@ from rlengine.plugin.manager import build_plugins
 from rlengine.run.build import build_components, config_classes
 
 UNROLL = 32
+ACTION_POOL = 64  # random actions drawn up front and cycled, so the timed loop draws none
 
 
 def raw_steps_per_sec(num_envs: int, steps: int) -> float:
@@ -68,7 +69,10 @@ def driver_steps_per_sec(components, unrolls: int, driver=None) -> float:
 class SavedAnswer(Environment):
     """``env``'s answer to the first step, returned again for every later one: an environment that costs nothing."""
 
-    checks_outputs = True  # the answer was checked when ``env`` (the guarded env) gave it: no second check per step
+    # The guarded env checked this answer when it gave it. Without the flag ``EnvCaller`` would check it again on
+    # every step and the graph side would count a second check; the whole step checks once, in the guard, which is
+    # timed on the env side.
+    checks_outputs = True
 
     def __init__(self, env: Environment):
         super().__init__(env.env_id, env.num_envs, env.seed, env.first_env_id, env.config)
@@ -90,15 +94,18 @@ class SavedAnswer(Environment):
 
 
 def env_python_seconds(components, steps: int) -> float:
-    """Seconds per batch step of the guarded env's ``step``, in a tight loop (the graph side has the packing)."""
+    """Seconds per batch step of the guarded env's ``step``, in a tight loop (the graph side has the packing).
+
+    The actions are drawn for one bounded scalar discrete action per copy, as CartPole's (the default config's env).
+    """
     caller = components.pipeline.collector.env
     spec = caller.action_spec
     actions = [np.random.randint(spec.minimum, spec.maximum + 1, size=caller.batch).astype(spec.dtype.as_numpy_dtype)
-               for _ in range(64)]
+               for _ in range(ACTION_POOL)]
     caller.env.reset()
     start = time.perf_counter()
     for i in range(steps):
-        caller.env.step(actions[i % 64])
+        caller.env.step(actions[i % ACTION_POOL])
     return (time.perf_counter() - start) / steps
 
 
@@ -107,12 +114,12 @@ def print_split(components, num_envs: int, unrolls: int, trials: int) -> None:
     pipe = components.pipeline.collector
     graph_side = Collector(SavedAnswer(pipe.env.env), pipe.chain, pipe.algorithm, pipe.specs, pipe.converters,
                            pipe.unroll_length)
-    whole, graph, env = [], [], []
+    whole_s, graph_s, env_s = [], [], []
     for _ in range(trials):
-        whole.append(num_envs / driver_steps_per_sec(components, unrolls))
-        graph.append(num_envs / driver_steps_per_sec(components, unrolls, graph_side))
-        env.append(env_python_seconds(components, unrolls * UNROLL))
-    w, g, e = (min(x) * 1e6 for x in (whole, graph, env))
+        whole_s.append(num_envs / driver_steps_per_sec(components, unrolls))
+        graph_s.append(num_envs / driver_steps_per_sec(components, unrolls, graph_side))
+        env_s.append(env_python_seconds(components, unrolls * UNROLL))
+    w, g, e = (min(x) * 1e6 for x in (whole_s, graph_s, env_s))
     print(f"per batch step of {num_envs} copies: whole {w:.0f} us = graph side {g:.0f} (an env that answers at once) "
           f"+ env Python {e:.0f} (alone, in a tight loop) + {w - g - e:.0f} (what the two cost together, beyond apart)")
 

@@ -83,6 +83,8 @@ class Trainer:
         self.last_eval: Optional[float] = None
         self._state = UNSAFE  # nothing is restored yet
         self._saved: Optional[tuple] = None  # (iteration, path) of the newest checkpoint this trainer wrote
+        self._skipped = 0.0  # train/skipped_updates after the last iteration
+        self._skipped_checked: Optional[float] = None  # ... when the NaN guard last read the streak
 
     def train(self) -> TrainResult:
         run = self.run
@@ -120,7 +122,7 @@ class Trainer:
                     return True
             if finished or self.schedule.due(run.iteration):
                 self.save()
-            self.components.learner.check_nonfinite_streak(cfg.max_nonfinite_updates)  # the NaN guard
+            self._guard_nonfinite()
             if not finished:
                 stopping.raise_if_requested("training")  # a signal: stop after this iteration
                 if run.stop_reason is not None:  # a hook's Run.request_stop: a normal finish, budget unspent
@@ -142,6 +144,7 @@ class Trainer:
         metrics = self._iteration_metrics(step.losses, stats, step.collect_seconds, step.update_seconds)
         metrics["train/env_steps_per_sec"] = steps / max(step.collect_seconds + step.update_seconds, 1e-9)
         metrics.update(step.metrics or {})
+        self._skipped = metrics[SKIPPED_UPDATES]
         first = not self.startup.done
         if first:  # reported once, on the row of the first iteration this Engine ran (written whatever the interval)
             self.startup_metrics = self.startup.finish("first_iteration")
@@ -151,6 +154,17 @@ class Trainer:
             parts.write({**metrics, **stats.pop()})
         self.plugins.hook.rlengine_iteration_end(run=run, iteration=run.iteration, metrics=metrics)
         self.summary_time += time.perf_counter() - t3
+
+    def _guard_nonfinite(self) -> None:
+        """The NaN guard: stop once ``train.max_nonfinite_updates`` updates in a row were skipped.
+
+        The streak grows only with the count of skipped updates, which every
+        iteration reports anyway; reading the streak is a host round trip, so
+        it happens only when that count moved (or on the first iteration).
+        """
+        if self._skipped != self._skipped_checked:
+            self.components.learner.check_nonfinite_streak(self.cfg.max_nonfinite_updates)
+            self._skipped_checked = self._skipped
 
     def train_time(self) -> float:
         """Seconds since the run began building, evaluation excluded (tracing included)."""

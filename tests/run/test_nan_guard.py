@@ -45,6 +45,19 @@ def test_a_short_burst_of_nonfinite_updates_is_skipped_counted_and_survived(tmp_
     assert np.isfinite(MemoryWriter.last.rows[-1]["loss/total"])
 
 
+def test_the_streak_is_read_only_when_the_count_of_skipped_updates_moved(tmp_path, monkeypatch):
+    # skipped updates [1, 2, 2, 2]: iterations 1 and 2 moved the count, so only they read the streak (a host
+    # round trip each); a healthy iteration costs the guard nothing
+    from rlengine.learn.learner import Learner
+
+    reads = []
+    check = Learner.check_nonfinite_streak
+    monkeypatch.setattr(Learner, "check_nonfinite_streak",
+                        lambda self, limit: reads.append(int(self.skipped_updates.numpy())) or check(self, limit))
+    nan_engine(tmp_path, "loss", nan_until=0.5, max_nonfinite_updates=3, eval_interval=0).train()
+    assert reads == [1, 2]
+
+
 def test_the_streak_counts_consecutive_updates_only(tmp_path):
     # 2 poisoned iterations with K = 2 stop the run; the same run with K = 3 ends normally
     with pytest.raises(NonFiniteError):

@@ -11,6 +11,8 @@ TensorFlow's profiler and sums the time each op kernel ran, per update:
   ones (input and output layers);
 * core time in every other kernel (activations, losses, optimizer steps,
   replay sampling, the NaN guard), and the number of op runs an update;
+* a large matmul kernel's average time, next to one 256x256 matmul at batch
+  256 timed alone (a chain of dependent ones);
 * how full the cores were: all kernel time over the profiled call's wall
   time x cores. The profiler records the kernels it times (at its default
   level); ops cheap enough to run inline may not all appear, so the op runs
@@ -97,6 +99,25 @@ def kernel_split(logdir: str, updates: int) -> dict:
     return split
 
 
+def one_matmul_ms(size: int = 256, chain: int = 50, calls: int = 20) -> float:
+    """Milliseconds of one ``[size, size] @ [size, size]`` matmul when it runs alone: a chain of dependent ones,
+    so no two overlap (TensorFlow does not split a matmul this small across threads)."""
+    x, w = tf.random.normal([size, size]), tf.random.normal([size, size]) * (1 / size) ** 0.5
+
+    @tf.function
+    def run(x):
+        for _ in range(chain):
+            x = tf.matmul(x, w)
+        return x
+
+    run(x).numpy()
+    start = time.perf_counter()
+    for _ in range(calls):
+        out = run(x)
+    out.numpy()
+    return (time.perf_counter() - start) * 1e3 / (calls * chain)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", default=EXAMPLE)
@@ -127,6 +148,9 @@ def main() -> None:
         print(f"  {kind:14s} {ms:6.2f} core-ms an update in {runs:5.0f} op runs")
     busy = sum(ms for ms, _ in split.values())
     large = split["large matmuls"][0]
+    alone = one_matmul_ms()
+    print(f"  a large matmul kernel took {large / max(split['large matmuls'][1], 1):.3f} ms on average; one "
+          f"256x256 matmul at batch 256, alone, takes {alone:.3f} ms ({2 * 256 ** 3 / alone / 1e6:.0f} GFLOP/s)")
     print(f"  kernels kept the cores {busy / (profiled_wall * cores):.0%} busy in the profiled call "
           f"({profiled_wall:.2f} ms an update); the large matmuls alone, spread over {cores} cores, would take "
           f"{large / cores:.2f} ms an update")

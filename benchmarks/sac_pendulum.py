@@ -14,7 +14,6 @@
 
 import argparse
 import statistics
-import tempfile
 import time
 
 from runs import first_reaching, train_in_fresh_process
@@ -50,18 +49,9 @@ def matmul_gflops(n: int = 2000) -> float:
 
 def updates_per_second(num_updates: int) -> float:
     import tensorflow as tf
+    from update_profile import build_learner  # the example, its buffer filled with random steps
 
-    from rlengine.config import apply_overrides, build_config, read_toml
-    from rlengine.plugin.manager import build_plugins
-    from rlengine.run.build import build_components, config_classes
-
-    plugins = build_plugins()
-    raw = apply_overrides(read_toml("examples/sac_pendulum.toml"), ["train.writers=[]"])
-    parts = build_components(build_config(raw, config_classes(plugins)), plugins, tempfile.mkdtemp())
-    pipeline = parts.pipeline
-    pipeline.start()
-    for _ in range(2000 // pipeline.collector.unroll_length):  # fill the buffer with random transitions
-        pipeline.iterate(0)  # 0 env steps so far: warming up, random actions, no update
+    parts = build_learner("examples/sac_pendulum.toml", [])
     chunk = tf.constant(200)
     parts.learner.train_from_replay(chunk)  # trace
     start = time.perf_counter()

@@ -26,9 +26,10 @@ where a step is FIRST. All loops are graph loops, so tracing cost does not
 grow with their number.
 
 Both calls return the averages over their updates of every ``LossInfo``
-scalar: ``loss/total``, ``loss/<name>`` of each ``extra`` term and
-``diagnostics/<name>`` of each diagnostic; and ``train/skipped_updates``, the
-run's count of updates the NaN guard skipped. With ``train.normalize_reward`` the learner's
+scalar (summed in the loops by :class:`~rlengine.learn.loss_totals.LossTotals`): ``loss/total``,
+``loss/<name>`` of each ``extra`` term and ``diagnostics/<name>`` of each
+diagnostic; and ``train/skipped_updates``, the run's count of updates the NaN
+guard (:mod:`rlengine.learn.nonfinite`) skipped. With ``train.normalize_reward`` the learner's
 :class:`~rlengine.learn.reward_scale.RewardScale` observes each unroll (on-policy, in ``train``;
 from replay, in ``store``) and scales the rewards of what is trained on, never what is stored or
 reported; then ``diagnostics/reward_scale`` is the divisor.
@@ -41,93 +42,21 @@ from typing import Any, Callable, Optional
 import tensorflow as tf
 
 from rlengine.api import Algorithm
-from rlengine.api import seeding as run_random
 from rlengine.api.data import Experience, LossInfo, Nest
 from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters, params_spec
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.policy_step import reset_where_first
-from rlengine.errors import NonFiniteError, SpecMismatchError
+from rlengine.errors import NonFiniteError
+from rlengine.learn.loss_totals import LossTotals
+from rlengine.learn.minibatches import minibatch_layout, minibatch_picker, swap_leading
+from rlengine.learn.nonfinite import FiniteCheck, all_finite
 from rlengine.learn.replay import kept_in_replay, rows_to_store
 from rlengine.learn.reward_scale import RewardScale
 
 #: the summary key of the run's count of updates the NaN guard skipped
 SKIPPED_UPDATES = "train/skipped_updates"
-
-
-def all_finite(tensors: list) -> Any:
-    checks = [tf.reduce_all(tf.math.is_finite(t)) for t in tensors if t is not None]
-    return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
-
-
-class FiniteCheck:
-    """Which of an update's loss terms, total loss and gradients are not finite, each checked once.
-
-    ``ok`` guards the update (the total and the gradients); ``culprit`` is a string tensor
-    naming the first value that is not finite: an extra term first, since the total is
-    usually their sum and the term names the culprit more precisely, else the total, else
-    a gradient. Only a skipped update reads it.
-    """
-
-    def __init__(self, loss_info: LossInfo, grads_and_vars: list):
-        terms = [(f"loss term {k!r}", v) for k, v in sorted(loss_info.extra.items())]
-        terms = [(n, t) for n, t in terms if tf.as_dtype(t.dtype).is_floating]
-        guarded = [("the total loss", loss_info.loss)]
-        guarded += [(f"the gradient of {v.name!r}", g) for g, v in grads_and_vars if g is not None]
-        self.names = [n for n, _ in terms + guarded]
-        self.bad = tf.logical_not(tf.stack([tf.reduce_all(tf.math.is_finite(t)) for _, t in terms + guarded]))
-        self.ok = tf.logical_not(tf.reduce_any(self.bad[len(terms):]))
-
-    def culprit(self) -> Any:
-        names = tf.constant(self.names + ["an unknown value"])
-        first = tf.where(tf.reduce_any(self.bad), tf.argmax(tf.cast(self.bad, tf.int32)), len(self.names))
-        return tf.gather(names, first)
-
-
-def minibatch_layout(rows: tf.Tensor, mini_batch_size: int) -> tuple:
-    """``(number of rows, rows per minibatch, number of minibatches)`` of a ``[N, ...]`` batch.
-
-    Python ints when N is static (fixed unroll length and copies), so each minibatch
-    has a static shape and the gradients' shape arithmetic folds away when traced:
-    about a tenth of a PPO CartPole update. Otherwise the counts are tensors. A
-    minibatch larger than the batch is the whole batch; rows past the last whole
-    minibatch are left out; a batch without rows makes one empty minibatch.
-    """
-    static = rows.shape[0]
-    if static is None:
-        num_rows = tf.shape(rows)[0]
-        size = mini_batch_size or tf.maximum(num_rows, 1)  # 0: every row; of none, one empty minibatch
-        return num_rows, size, tf.maximum(num_rows // size, 1)
-    size = min(mini_batch_size or static, static) or 1
-    return static, size, max(static // size, 1)  # no rows: one empty update, as with unknown shapes
-
-
-def minibatch_picker(flat: list, num_epochs: int, num_rows: Any, size: Any, num_minibatches: Any) -> Callable:
-    """``pick(u)``: the flat tensors of update ``u``'s minibatch, ``u`` counting every epoch's minibatches.
-
-    Every epoch's order is drawn at once. When the row count is known when traced and
-    one minibatch holds every row (PPO CartPole's default), the rows are not shuffled:
-    the order would change only how they are summed, and the shuffle and gathers took
-    about a quarter of that update.
-    """
-    if isinstance(num_rows, int) and size == num_rows:
-        return lambda u: flat
-    epoch_orders = run_random.orders(num_epochs, num_rows)
-
-    def pick(u: Any) -> list:
-        i = u % num_minibatches
-        rows = epoch_orders[u // num_minibatches, i * size:(i + 1) * size]
-        if isinstance(num_rows, int):  # static: (i + 1) * size <= num_rows, every minibatch is whole
-            rows.set_shape([min(size, num_rows)])
-        return [tf.gather(t, rows) for t in flat]
-
-    return pick
-
-
-def swap_leading(t: Any) -> Any:
-    """``[T, B, ...]`` <-> ``[B, T, ...]``."""
-    return tf.transpose(t, [1, 0, *range(2, len(t.shape))])
 
 
 class Learner:
@@ -146,6 +75,7 @@ class Learner:
         # the NaN guard: updates skipped in a row, and what was not finite in the newest one
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
         self.nonfinite_culprit = tf.Variable("", dtype=tf.string, trainable=False, name="nonfinite_culprit")
+        self.totals = LossTotals(specs.loss, type(algorithm).__name__)
         # autograph=False (inside): explicit loops
         self.train = FixedSignatureFunction(self._train)
         self.train_from_replay = FixedSignatureFunction(self._train_from_replay)
@@ -175,12 +105,12 @@ class Learner:
 
         def update(u, totals):  # the epochs' minibatches in one loop: a nested loop costs more per update
             params = tf.nest.pack_sequence_as(params_spec(spec), pick(u))
-            return u + 1, self._add(totals, self._update(self._info_fn(params, spec, recurrent)))
+            return u + 1, self.totals.add(totals, self._update(self._info_fn(params, spec, recurrent)))
 
         num_updates = num_epochs * num_minibatches
-        _, totals = tf.while_loop(lambda u, _: u < num_updates, update, (tf.constant(0), self._zero_totals()),
+        _, totals = tf.while_loop(lambda u, _: u < num_updates, update, (tf.constant(0), self.totals.zeros()),
                                   parallel_iterations=1)
-        return self._with_counts(self._averages(totals, num_updates))
+        return self._with_counts(self.totals.averages(totals, num_updates))
 
     # -- from replay -------------------------------------------------------------
     def store(self, experience: Experience, begin: Any = 1) -> None:
@@ -220,11 +150,11 @@ class Learner:
             loss = self._update(info_fn, weight)
             if algorithm.prioritized_replay:
                 self._update_finite_priorities(sample.indices, loss.priority)
-            return i + 1, self._add(totals, loss)
+            return i + 1, self.totals.add(totals, loss)
 
         _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
-                                  (tf.constant(0), self._zero_totals()), parallel_iterations=1)
-        return self._with_counts(self._averages(totals, num_updates))
+                                  (tf.constant(0), self.totals.zeros()), parallel_iterations=1)
+        return self._with_counts(self.totals.averages(totals, num_updates))
 
     def _with_state(self, batch: Any) -> Any:
         """Replayed ``[L, B]`` rows with a ``state`` field as the specs have it: replay keeps no policy state
@@ -356,47 +286,3 @@ class Learner:
     def _with_distributions(self, experience: Experience) -> Experience:
         return experience._replace(
             rollout_info=self.converters.from_params(experience.rollout_info, self.specs.rollout_info))
-
-    def _add(self, totals: Any, loss: LossInfo) -> Any:
-        """``totals`` plus the update's scalars. The sums ride the update loops as one float32 vector: a loop
-        variable each would cost about five ops an update (merge, switch, identity, next iteration, add).
-        Checked against the prepared specs when traced, so a term that differs is named, not misfiled."""
-        expected, names = _scalars(self.specs.loss), _summary_names(self.specs.loss)
-        got = _scalars(loss)
-        mismatch = "" if _summary_names(loss) == names else f"returned {_summary_names(loss)}"
-        for name, spec, value in zip(names, tf.nest.flatten(expected), tf.nest.flatten(got)):
-            size = value.shape.num_elements()  # None: known only when it runs
-            if not mismatch and (value.dtype != spec.dtype or size not in (None, spec.shape.num_elements())):
-                mismatch = f"returned {name} as {value.dtype.name}{value.shape} against {spec.dtype.name}{spec.shape}"
-        if mismatch:
-            raise SpecMismatchError(
-                f"algorithm {type(self.algorithm).__name__}: train_complete() {mismatch} in the learner, unlike at "
-                f"spec preparation ({names}); return the same loss terms and diagnostics, as float32 scalars, on "
-                "every call (with and without a weight)")
-        return totals + tf.concat([tf.reshape(t, [-1]) for t in tf.nest.flatten(got)], 0)
-
-    def _zero_totals(self) -> Any:
-        return tf.zeros([sum(s.shape.num_elements() for s in tf.nest.flatten(_scalars(self.specs.loss)))])
-
-    def _averages(self, totals: Any, count: Any) -> dict:
-        """The summary scalars: loss terms under ``loss/``, what only watches training under ``diagnostics/``."""
-        structure = _scalars(self.specs.loss)
-        specs = tf.nest.flatten(structure)
-        parts = tf.split(totals / tf.cast(count, tf.float32), [s.shape.num_elements() for s in specs])
-        loss, extra, diagnostics = tf.nest.pack_sequence_as(
-            structure, [tf.reshape(p, s.shape) for p, s in zip(parts, specs)])
-        out = {"loss/total": loss}
-        out.update({f"loss/{k}": v for k, v in extra.items()})
-        out.update({f"diagnostics/{k}": v for k, v in diagnostics.items()})
-        return out
-
-
-def _scalars(loss: LossInfo) -> tuple:
-    """The summed parts of a LossInfo (per-sample priorities are not averaged)."""
-    return (loss.loss, dict(loss.extra), dict(loss.diagnostics))
-
-
-def _summary_names(loss: LossInfo) -> list:
-    """The summary key of each leaf of ``_scalars(loss)``, in flattening order (dicts by sorted key)."""
-    return (["loss/total"] + [f"loss/{k}" for k in sorted(loss.extra)]
-            + [f"diagnostics/{k}" for k in sorted(loss.diagnostics)])

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 import rlengine
 from rlengine import PolicyStep, hookimpl
-from rlengine.learn.learner import minibatch_layout, minibatch_picker
+from rlengine.learn.minibatches import minibatch_layout, minibatch_picker
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
 from rlengine.testing.kit import ToyAlgorithm

@@ -42,7 +42,7 @@ def build_run(rows: int, num_envs: int, keep_replay: bool, root: str) -> Run:
 
 def fill(buffer, num_envs: int, rows_per_env: int) -> int:
     """Fill every ring's first ``rows_per_env`` rows with random rows; returns the raw bytes of the rows held."""
-    spec = buffer._layout.spec
+    spec = buffer._rings.spec
     for env in range(num_envs):
         for start in range(0, rows_per_env, CHUNK):
             n = min(CHUNK, rows_per_env - start)

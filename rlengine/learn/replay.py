@@ -5,14 +5,10 @@ copies. A sampled sequence must be consecutive steps of *one* copy, so the
 buffer keeps a separate ring per copy: each leaf of the experience nest is
 one preallocated variable ``[num_envs, per_env, ...]`` with
 ``per_env = capacity // num_envs``, and ``head[e]`` counts the rows copy ``e``
-has ever written (its next position is ``head[e] % per_env``). Nothing else
-grows with the capacity, except the sum tree of prioritized replay.
-
-Absolute time ``t`` of copy ``e`` lives at position ``t % per_env``. A
-sequence start ``t`` is *valid* when all its ``sequence_length`` rows are
-written and none is overwritten: ``head - per_env <= t <= head - L``. Only
-valid starts are ever sampled, so a sequence never crosses the write head
-and never mixes two copies.
+has ever written. Nothing else grows with the capacity, except the sum tree
+of prioritized replay. Only *valid* sequence starts (all their rows written,
+none overwritten: :mod:`rlengine.learn.replay_rings`) are ever sampled, so a
+sequence never crosses the write head and never mixes two copies.
 
 Frame-stacked observation leaves (``frame_stacks``) keep only each row's
 newest frame; reads rebuild the stacks from the rows before (see
@@ -25,7 +21,6 @@ sparse resource ops (no full copy of the storage per call).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import tensorflow as tf
@@ -35,6 +30,7 @@ from rlengine.api.data import Nest, StepType
 from rlengine.api.specs import check_nest
 from rlengine.learn import replay_frames as frames_lib
 from rlengine.learn.replay_checkpoint import FilledRows
+from rlengine.learn.replay_rings import Rings, bytes_needed, env_ids_of
 from rlengine.learn.sumtree import SumTree
 
 #: Added to priorities before the exponent, so a zero loss still leaves a
@@ -63,49 +59,6 @@ class Sample(NamedTuple):
     weights: Any  # float32 [batch_size]: importance weights / their max (ones when uniform)
 
 
-class _Layout:
-    """Static facts about the buffer. A plain object, so tf.Module does not wrap or track it."""
-
-    def __init__(self, spec: Nest, num_envs: int, per_env: int, length: int, frame_stacks: Any = None):
-        self.spec = spec
-        self.flat_spec = tf.nest.flatten(spec)
-        self.frame_stacks = frames_lib.checked_frame_stacks(self.flat_spec, frame_stacks)
-        self.stored_specs = [frames_lib.stored_spec(s, f) for s, f in zip(self.flat_spec, self.frame_stacks)]
-        self.num_envs = num_envs
-        self.per_env = per_env
-        self.length = length
-        self.step_type_leaf = step_type_leaf(spec)
-        if any(self.frame_stacks) and (self.step_type_leaf is None
-                                       or self.flat_spec[self.step_type_leaf].shape.rank != 0):
-            raise ValueError("replay buffer: frame_stacks need a scalar 'step_type' field in the experience nest "
-                             "(stacks are rebuilt within episodes)")
-
-
-def env_ids_of(nest: Nest) -> Any:
-    """The ``env_id`` field of an Experience or of a dict nest."""
-    if hasattr(nest, "env_id"):
-        return nest.env_id
-    if isinstance(nest, Mapping) and "env_id" in nest:
-        return nest["env_id"]
-    raise ValueError("replay buffer: the experience nest has no 'env_id' field to choose rings by")
-
-
-def step_type_leaf(spec: Nest) -> Any:
-    """Index of the ``step_type`` leaf in the flattened nest (an Experience or a dict), or None."""
-    leaves = tf.nest.pack_sequence_as(spec, list(range(len(tf.nest.flatten(spec)))))
-    if hasattr(leaves, "step_type"):
-        return leaves.step_type
-    if isinstance(leaves, Mapping):
-        return leaves.get("step_type")
-    return None
-
-
-def _too_few_rows_message(length: int, num_envs: int) -> str:
-    return (f"replay buffer: sampling before any environment copy holds mini_batch_length={length} rows; "
-            f"set initial_collect_steps >= num_envs * mini_batch_length = {num_envs * length} "
-            "(or check can_sample() first)")
-
-
 class ReplayBuffer(tf.Module):
     """Fixed-size replay of experience rows, uniform or prioritized over sequence starts."""
 
@@ -123,16 +76,16 @@ class ReplayBuffer(tf.Module):
         env_spec = env_ids_of(experience_spec)
         if not env_spec.dtype.is_integer or env_spec.shape.rank != 0:
             raise ValueError(f"replay buffer: env_id must be a scalar integer per row, got {env_spec}")
-        self._layout = _Layout(experience_spec, num_envs, capacity // num_envs, sequence_length, frame_stacks)
+        self._rings = Rings(experience_spec, num_envs, capacity // num_envs, sequence_length, frame_stacks)
         self.prioritized = bool(prioritized)
         self.priority_alpha = float(priority_alpha)
         with self.name_scope:
-            shape = [num_envs, self._layout.per_env]
+            shape = [num_envs, self._rings.per_env]
             self._storage = [tf.Variable(tf.zeros(shape + list(s.shape), s.dtype), trainable=False, name=f"rows_{i}")
-                             for i, s in enumerate(self._layout.stored_specs)]
+                             for i, s in enumerate(self._rings.stored_specs)]
             self._head = tf.Variable(tf.zeros([num_envs], tf.int64), trainable=False, name="head")
             if self.prioritized:
-                self._tree = SumTree(num_envs * self._layout.per_env)
+                self._tree = SumTree(num_envs * self._rings.per_env)
                 # Stored-space (already ** alpha) priority given to new starts.
                 self._max_priority = tf.Variable(1.0, trainable=False, name="max_priority")
         self._filled = FilledRows(self)  # what checkpoints hold of the rows and the tree (see below)
@@ -153,54 +106,32 @@ class ReplayBuffer(tf.Module):
         Known before anything is allocated, so a capacity the machine cannot
         hold is refused with a figure instead of an out-of-memory traceback.
         """
-        from rlengine.learn.sumtree import DEFAULT_BLOCK_SIZE, next_pow2
-
-        rows = num_envs * (capacity // num_envs)
-        flat_spec = tf.nest.flatten(experience_spec)
-        stacks = frames_lib.checked_frame_stacks(flat_spec, frame_stacks)
-        row_bytes = sum(s.shape.num_elements() * s.dtype.size
-                        for s in map(frames_lib.stored_spec, flat_spec, stacks))
-        total = rows * row_bytes + 8 * num_envs  # the int64 heads
-        if prioritized:  # float32 leaves in whole blocks, plus the tree over the block sums
-            blocks = max(-(-rows // DEFAULT_BLOCK_SIZE), 1)
-            total += 4 * blocks * DEFAULT_BLOCK_SIZE + 8 * next_pow2(blocks) + 4  # + the max priority
-        return total
-
+        return bytes_needed(experience_spec, num_envs, capacity, prioritized, frame_stacks)
     # -- facts ----------------------------------------------------------------
     @property
     def num_envs(self) -> int:
-        return self._layout.num_envs
+        return self._rings.num_envs
 
     @property
     def rows_per_env(self) -> int:
-        return self._layout.per_env
+        return self._rings.per_env
 
     @property
     def sequence_length(self) -> int:
-        return self._layout.length
+        return self._rings.length
 
     @property
     def capacity(self) -> int:
         """Rows actually held: ``num_envs * (capacity // num_envs)``."""
-        return self._layout.num_envs * self._layout.per_env
+        return self._rings.num_envs * self._rings.per_env
 
     def num_rows(self) -> Any:
         """Valid rows over all copies (int64 scalar)."""
-        return tf.reduce_sum(tf.minimum(self._head.read_value(), self._layout.per_env))
+        return tf.reduce_sum(tf.minimum(self._head.read_value(), self._rings.per_env))
 
     def can_sample(self) -> Any:
         """True once at least one copy holds a whole sequence (bool scalar)."""
-        return tf.reduce_any(tf.minimum(self._head.read_value(), self._layout.per_env) >= self._layout.length)
-
-    def _valid_start_counts(self, head: Any) -> Any:
-        """Valid sequence starts of each copy (int64 ``[num_envs]``)."""
-        return tf.maximum(tf.minimum(head, self._layout.per_env) - self._layout.length + 1, 0)
-
-    def _start_is_valid(self, env: Any, pos: Any, head: Any) -> Any:
-        """Whether the row now at ``pos`` of ring ``env`` starts a valid sequence."""
-        h = tf.gather(head, env)
-        latest = h - 1 - tf.math.floormod(h - 1 - pos, self._layout.per_env)  # absolute time held at pos
-        return tf.logical_and(latest >= 0, latest <= h - self._layout.length)
+        return tf.reduce_any(tf.minimum(self._head.read_value(), self._rings.per_env) >= self._rings.length)
 
     # -- writing ----------------------------------------------------------------
     def add(self, rows: Nest) -> None:
@@ -210,40 +141,18 @@ class ReplayBuffer(tf.Module):
         call (e.g. a ``[T, B]`` unroll flattened time-major): rows of the same
         copy are written in the order they appear, at most ``rows_per_env`` each.
         """
-        check_nest("replay buffer", "add() rows", self._layout.spec, rows)
+        check_nest("replay buffer", "add() rows", self._rings.spec, rows)
         env = tf.cast(env_ids_of(rows), tf.int64)
-        rank, counts = self._checked_ranks(env)
+        rank, counts = self._rings.ranks(env)
         head = self._head.read_value()
         time = tf.gather(head, env) + rank  # absolute time of each row within its copy
-        index = self._index(env, time)
-        for var, value, stack in zip(self._storage, tf.nest.flatten(rows), self._layout.frame_stacks):
+        index = self._rings.index(env, time)
+        for var, value, stack in zip(self._storage, tf.nest.flatten(rows), self._rings.frame_stacks):
             var.scatter_nd_update(index, value if stack is None else frames_lib.newest_frame(value, stack))
         new_head = head + counts
         self._head.assign(new_head)
         if self.prioritized:
             self._refresh_new_starts(env, time, new_head)
-
-    def _checked_ranks(self, env: Any) -> tuple:
-        """Each row's rank among the rows of its copy in this call, and rows per copy."""
-        n = self._layout.num_envs
-        checks = [
-            tf.debugging.assert_non_negative(env, message="replay buffer: env_id must be >= 0"),
-            tf.debugging.assert_less(env, tf.constant(n, tf.int64),
-                                     message=f"replay buffer: env_id must be < num_envs={n}"),
-        ]
-        with tf.control_dependencies(checks):
-            counts = tf.math.unsorted_segment_sum(tf.ones_like(env), env, n)
-        too_many = tf.debugging.assert_less_equal(
-            counts, tf.constant(self._layout.per_env, tf.int64),
-            message=f"replay buffer: one add() call holds more than rows_per_env={self._layout.per_env} rows of a copy")
-        with tf.control_dependencies([too_many]):
-            # Stable sort by copy; rank = place in the sorted run of that copy.
-            order = tf.cast(tf.argsort(env, stable=True), tf.int64)
-            ordered = tf.gather(env, order)
-            first = tf.searchsorted(ordered, ordered, side="left", out_type=tf.int64)
-            rank_sorted = tf.range(tf.size(env, out_type=tf.int64)) - first
-            rank = tf.scatter_nd(order[:, None], rank_sorted, tf.shape(env, out_type=tf.int64))
-        return rank, counts
 
     def _refresh_new_starts(self, env: Any, time: Any, head: Any) -> None:
         """Set the tree leaves whose validity this add changed.
@@ -255,11 +164,11 @@ class ReplayBuffer(tf.Module):
         None of them held a learned priority worth keeping.
         """
         envs = tf.concat([env, env], 0)
-        starts = tf.concat([time, time - (self._layout.length - 1)], 0)
-        pos = tf.math.floormod(starts, self._layout.per_env)
-        valid = self._start_is_valid(envs, pos, head)
+        starts = tf.concat([time, time - (self._rings.length - 1)], 0)
+        pos = tf.math.floormod(starts, self._rings.per_env)
+        valid = self._rings.start_is_valid(envs, pos, head)
         values = tf.where(valid, self._max_priority.read_value(), 0.0)
-        self._tree.set(envs * self._layout.per_env + pos, values)
+        self._tree.set(envs * self._rings.per_env + pos, values)
 
     def update_priorities(self, indices: Any, priorities: Any) -> None:
         """Give the sampled starts ``indices`` new priorities (stored as ``(p + eps) ** alpha``).
@@ -273,8 +182,8 @@ class ReplayBuffer(tf.Module):
         check = tf.debugging.assert_non_negative(p, message="replay buffer: priorities must be finite and >= 0")
         with tf.control_dependencies([check]):
             stored = tf.pow(p + PRIORITY_EPS, self.priority_alpha)
-        per_env = self._layout.per_env
-        valid = self._start_is_valid(ids // per_env, ids % per_env, self._head.read_value())
+        per_env = self._rings.per_env
+        valid = self._rings.start_is_valid(ids // per_env, ids % per_env, self._head.read_value())
         self._tree.set(ids, tf.where(valid, stored, 0.0))
         self._max_priority.assign(tf.maximum(self._max_priority, tf.reduce_max(stored)))
 
@@ -288,7 +197,7 @@ class ReplayBuffer(tf.Module):
         row's discount is kept, so the transition into it still bootstraps
         (like a time limit).
         """
-        leaf = self._layout.step_type_leaf
+        leaf = self._rings.step_type_leaf
         if leaf is None:
             raise ValueError("replay buffer: mark_newest_rows_last() needs a 'step_type' field in the experience")
         head = self._head.read_value()
@@ -296,7 +205,7 @@ class ReplayBuffer(tf.Module):
         if env_ids is not None:  # e.g. the copies of one async env thread whose environment was recreated
             wanted = tf.cast(tf.reshape(env_ids, [-1]), tf.int64)
             envs = tf.boolean_mask(wanted, tf.gather(head, wanted) > 0)
-        index = self._index(envs, tf.gather(head, envs) - 1)
+        index = self._rings.index(envs, tf.gather(head, envs) - 1)
         storage = self._storage[leaf]
         storage.scatter_nd_update(index, tf.fill(tf.shape(envs), tf.constant(StepType.LAST, storage.dtype)))
 
@@ -321,19 +230,18 @@ class ReplayBuffer(tf.Module):
             weights = tf.ones([batch_size], tf.float32)
         head = self._head.read_value()
         h = tf.gather(head, env)
-        start = h - 1 - tf.math.floormod(h - 1 - pos, self._layout.per_env)  # absolute time held at pos
-        time = start[:, None] + tf.range(self._layout.length, dtype=tf.int64)[None, :]
+        start = self._rings.time_held(h, pos)
+        time = start[:, None] + tf.range(self._rings.length, dtype=tf.int64)[None, :]
         experience = self._read(tf.broadcast_to(env[:, None], tf.shape(time)), time, head)
-        return Sample(experience, env * self._layout.per_env + pos, weights)
+        return Sample(experience, env * self._rings.per_env + pos, weights)
 
     def _draw_uniform(self, batch_size: int) -> tuple:
         """A copy uniformly among those ready, then a start uniformly among its valid ones."""
         head = self._head.read_value()
-        counts = self._valid_start_counts(head)
+        counts = self._rings.valid_start_counts(head)
         ready = tf.where(counts > 0)[:, 0]
         num_ready = tf.size(ready, out_type=tf.int64)
-        check = tf.debugging.assert_positive(num_ready, message=_too_few_rows_message(
-            self._layout.length, self._layout.num_envs))
+        check = tf.debugging.assert_positive(num_ready, message=self._rings.too_few_rows_message())
         with tf.control_dependencies([check]):
             env = tf.gather(ready, tf.random.stateless_uniform([batch_size], run_random.seed(), 0, num_ready,
                                                                dtype=tf.int64))
@@ -341,22 +249,21 @@ class ReplayBuffer(tf.Module):
         # Per-row maxval: scale a uniform float; float64 keeps the bias negligible.
         uniform = tf.random.stateless_uniform([batch_size], run_random.seed(), dtype=tf.float64)
         offset = tf.cast(tf.floor(uniform * tf.cast(count, tf.float64)), tf.int64)
-        oldest = tf.maximum(tf.gather(head, env) - self._layout.per_env, 0)
-        pos = tf.math.floormod(oldest + tf.minimum(offset, count - 1), self._layout.per_env)
+        oldest = self._rings.oldest(tf.gather(head, env))
+        pos = tf.math.floormod(oldest + tf.minimum(offset, count - 1), self._rings.per_env)
         return env, pos
 
     def _draw_prioritized(self, batch_size: int, beta: Any) -> tuple:
         """Stratified draw from the sum tree, with importance weights ``(N * P(i)) ** -beta / max``."""
         total = self._tree.total()
-        check = tf.debugging.assert_positive(total, message=_too_few_rows_message(
-            self._layout.length, self._layout.num_envs))
+        check = tf.debugging.assert_positive(total, message=self._rings.too_few_rows_message())
         with tf.control_dependencies([check]):
             ids = self._tree.sample_stratified(batch_size)
         prob = self._tree.get(ids) / total
-        num_valid = tf.cast(tf.reduce_sum(self._valid_start_counts(self._head.read_value())), tf.float32)
+        num_valid = tf.cast(tf.reduce_sum(self._rings.valid_start_counts(self._head.read_value())), tf.float32)
         weights = tf.pow(num_valid * prob, -tf.cast(beta, tf.float32))
         weights = weights / tf.reduce_max(weights)
-        return ids // self._layout.per_env, ids % self._layout.per_env, weights
+        return ids // self._rings.per_env, ids % self._rings.per_env, weights
 
     def gather_all(self) -> Nest:
         """Every held row, ``[num_envs, rows, ...]`` in time order per copy.
@@ -366,41 +273,37 @@ class ReplayBuffer(tf.Module):
         one per copy.
         """
         head = self._head.read_value()
-        filled = tf.minimum(head, self._layout.per_env)
+        filled = tf.minimum(head, self._rings.per_env)
         check = tf.debugging.assert_equal(filled, filled[0], message=(
             "replay buffer: gather_all() needs every environment copy to hold the same number of rows"))
         with tf.control_dependencies([check]):
             steps = tf.range(filled[0])
-        time = tf.maximum(head - self._layout.per_env, 0)[:, None] + steps[None, :]
-        envs = tf.broadcast_to(tf.range(self._layout.num_envs, dtype=tf.int64)[:, None], tf.shape(time))
+        time = self._rings.oldest(head)[:, None] + steps[None, :]
+        envs = tf.broadcast_to(tf.range(self._rings.num_envs, dtype=tf.int64)[:, None], tf.shape(time))
         return self._read(envs, time, head)
-
-    def _index(self, env: Any, time: Any) -> Any:
-        """``[..., 2]`` storage index of the rows at absolute ``time`` of rings ``env`` (same shape)."""
-        return tf.stack([env, tf.math.floormod(time, self._layout.per_env)], axis=-1)
 
     def _read(self, env: Any, time: Any, head: Any) -> Nest:
         """The rows at absolute ``time`` (held ones) of rings ``env`` (same shape), frame stacks rebuilt."""
-        index = self._index(env, time)
+        index = self._rings.index(env, time)
         sources: dict = {}  # frames -> source times, shared by the leaves stacking as many frames
         flat = []
-        for var, stack in zip(self._storage, self._layout.frame_stacks):
+        for var, stack in zip(self._storage, self._rings.frame_stacks):
             if stack is None:
                 flat.append(var.gather_nd(index))
                 continue
             if stack.frames not in sources:
                 sources[stack.frames] = self._frame_sources(env, time, head, stack.frames)
             source = sources[stack.frames]
-            frames = var.gather_nd(self._index(tf.broadcast_to(env[..., None], tf.shape(source)), source))
+            frames = var.gather_nd(self._rings.index(tf.broadcast_to(env[..., None], tf.shape(source)), source))
             flat.append(frames_lib.restack(frames, stack, time.shape.rank))
-        return tf.nest.pack_sequence_as(self._layout.spec, flat)
+        return tf.nest.pack_sequence_as(self._rings.spec, flat)
 
     def _frame_sources(self, env: Any, time: Any, head: Any, frames: int) -> Any:
         """Times ``[..., frames]`` of the rows holding the frames of rows ``time`` (see replay_frames)."""
-        oldest = tf.maximum(tf.gather(head, env) - self._layout.per_env, 0)
-        step_types = self._storage[self._layout.step_type_leaf]
+        oldest = self._rings.oldest(tf.gather(head, env))
+        step_types = self._storage[self._rings.step_type_leaf]
 
         def step_types_at(times: Any) -> Any:
-            return step_types.gather_nd(self._index(tf.broadcast_to(env[..., None], tf.shape(times)), times))
+            return step_types.gather_nd(self._rings.index(tf.broadcast_to(env[..., None], tf.shape(times)), times))
 
         return frames_lib.frame_sources(time, oldest, step_types_at, frames)

@@ -87,7 +87,7 @@ class FilledRows(Trackable):
         b = self._buffer
         _check_ring_size(restored_tensors[RING_SIZE], b.rows_per_env)
         rows = [restored_tensors[_rows_key(i)] for i in range(len(b._storage))]
-        for value, spec in zip(rows, b._layout.stored_specs):  # one frame per row of a frame-stacked leaf
+        for value, spec in zip(rows, b._rings.stored_specs):  # one frame per row of a frame-stacked leaf
             _check_ring_slice(value, spec, b.num_envs, b.rows_per_env)
         filled = tf.shape(rows[0], out_type=tf.int64)[1]
         full = self._is_full(filled)

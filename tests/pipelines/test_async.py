@@ -13,8 +13,9 @@ from rlengine.api.data import StepType
 from rlengine.errors import ConfigError, WorkerError
 from rlengine.run.build import build_components
 from rlengine.run.engine import Engine
-from rlengine.testing import MemoryWriter, ToyQAlgorithm, reset_fault_plan, testing_plugin, tiny_config
+from rlengine.testing import MemoryWriter, ToyQAlgorithm, testing_plugin, tiny_config
 from rlengine.testing.echo import echo_plugin
+from rlengine.testing.failing import reset_fault_plan
 
 
 def _plugins():
@@ -145,8 +146,8 @@ def test_off_policy_replay_stores_every_collected_row_once_and_cuts_episodes_at_
     engine = Engine(cfg, extra_plugins=[*_plugins(), ("roomy", Roomy())])
     components = build_components(engine.config, engine.plugins, str(tmp_path / "run"), writers=False)
     pipeline, buffer = components.pipeline, components.buffer
-    leaves = tf.nest.pack_sequence_as(buffer._layout.spec, list(range(len(buffer._storage))))
-    per_env, step_types = buffer._layout.per_env, buffer._storage[leaves.step_type]
+    leaves = tf.nest.pack_sequence_as(buffer._rings.spec, list(range(len(buffer._storage))))
+    per_env, step_types = buffer._rings.per_env, buffer._storage[leaves.step_type]
     expected = np.zeros(3, np.int64)
     try:
         for cycle in range(2):  # the second start resets the envs: each thread stores its first row again

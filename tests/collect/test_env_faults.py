@@ -15,15 +15,8 @@ from rlengine.collect.faults import (
     NonFiniteObservation,
 )
 from rlengine.run.engine import Engine
-from rlengine.testing import (
-    FaultyConfig,
-    FaultyEnv,
-    MemoryWriter,
-    ToyQAlgorithm,
-    reset_fault_plan,
-    testing_plugin,
-    tiny_config,
-)
+from rlengine.testing import MemoryWriter, ToyQAlgorithm, testing_plugin, tiny_config
+from rlengine.testing.failing import FaultyConfig, FaultyEnv, reset_fault_plan
 
 UNROLL, COPIES = 4, 2
 BUDGET = 10 * UNROLL * COPIES  # ten unrolls: batched steps 1..40, unroll k holds steps 4k-3..4k

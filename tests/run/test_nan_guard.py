@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from rlengine.errors import NonFiniteError
 from rlengine.run.engine import Engine
-from rlengine.testing import MemoryWriter, NaNPlugin, testing_plugin, tiny_config
+from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
+from rlengine.testing.failing import NaNPlugin
 
 # tiny_config: 2 copies x 4 steps = 8 env steps and one update per iteration; 32 steps = 4 iterations,
 # so iteration i (from 1) runs at progress (i - 1) / 4.

@@ -25,7 +25,8 @@ import tensorflow as tf
 from rlengine import Command, hookimpl
 from rlengine.cli import main
 from rlengine.plugin import manager
-from rlengine.testing import CountingEnv, FaultyEnv, ToyAlgorithm, reset_fault_plan, testing_plugin
+from rlengine.testing import CountingEnv, ToyAlgorithm, testing_plugin
+from rlengine.testing.failing import FaultyEnv, reset_fault_plan
 
 ERROR = "rlengine: error: "
 

@@ -28,16 +28,8 @@ from rlengine.errors import NonFiniteError, TrainingInterrupted
 from rlengine.run.checkpoint_schedule import COST_FACTOR, FIRST_GAP_SECONDS, CheckpointSchedule
 from rlengine.run.checkpoints import complete_checkpoints, newest_checkpoint
 from rlengine.run.engine import Engine
-from rlengine.testing import (
-    FaultyEnv,
-    HookRecorder,
-    MemoryWriter,
-    NaNPlugin,
-    ToyAlgorithm,
-    reset_fault_plan,
-    testing_plugin,
-    tiny_config,
-)
+from rlengine.testing import HookRecorder, MemoryWriter, ToyAlgorithm, testing_plugin, tiny_config
+from rlengine.testing.failing import FaultyEnv, NaNPlugin, reset_fault_plan
 from tests.plugin_packages import cli_with_testing_kit
 
 # tiny_config: 2 copies x 4 steps per iteration, i.e. 4 batched step() calls; 32 env steps = 4 iterations.

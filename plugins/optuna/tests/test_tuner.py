@@ -12,7 +12,8 @@ from rlengine_optuna.trial import TrialReporter
 from rlengine_optuna.tuner import TuneInterrupted, Tuner, TuneSettings
 
 from rlengine import ConfigError, Engine, RLEngineError, hookimpl
-from rlengine.testing import NaNPlugin, testing_plugin
+from rlengine.testing import testing_plugin
+from rlengine.testing.failing import NaNPlugin
 
 FAIL, PRUNED, COMPLETE = optuna.trial.TrialState.FAIL, optuna.trial.TrialState.PRUNED, \
     optuna.trial.TrialState.COMPLETE

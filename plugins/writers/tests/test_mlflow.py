@@ -15,7 +15,8 @@ from rlengine_writers.tracking import flat_params, run_config  # noqa: E402
 
 import rlengine  # noqa: E402
 from rlengine.plugin.manager import build_plugins  # noqa: E402
-from rlengine.testing import FailAt, MemoryWriter, testing_plugin, tiny_config  # noqa: E402
+from rlengine.testing import MemoryWriter, testing_plugin, tiny_config  # noqa: E402
+from rlengine.testing.failing import FailAt  # noqa: E402
 
 
 @pytest.fixture(scope="module")

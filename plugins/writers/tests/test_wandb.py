@@ -13,7 +13,8 @@ from wandb.proto import wandb_internal_pb2  # noqa: E402
 
 import rlengine  # noqa: E402
 from rlengine.plugin.manager import build_plugins  # noqa: E402
-from rlengine.testing import FailAt, MemoryWriter, testing_plugin, tiny_config  # noqa: E402
+from rlengine.testing import MemoryWriter, testing_plugin, tiny_config  # noqa: E402
+from rlengine.testing.failing import FailAt  # noqa: E402
 
 BLOCK = 32768  # the .wandb file is a LevelDB-style log: 32 KiB blocks of [crc32, length, type] + data chunks
 

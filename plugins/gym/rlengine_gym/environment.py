@@ -10,17 +10,16 @@ Seeding: the first ``reset`` seeds copy ``i`` with ``seed + first_env_id + i``,
 so copies are distinct across all environments of a run (their ``env_id``
 values differ) and a run is reproducible; later resets continue the copies'
 random streams instead of replaying the same episodes.
+
+How an id resolves to a Gymnasium spec is :mod:`rlengine_gym.env_ids`; how the
+worker processes of the async vectorization start is :mod:`rlengine_gym.worker_start`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import difflib
 import functools
-import importlib
 import multiprocessing
 import pickle
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,118 +31,22 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from rlengine import ConfigError, Environment, FrameStack, StepType, TimeStep
 from rlengine_gym import spaces as space_utils
 from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids in this process)
-from rlengine_gym.atari import is_ale_id, make_atari_env, register_ale
+from rlengine_gym.atari import make_atari_env
 from rlengine_gym.config import GymConfig, atari_settings
-from rlengine_gym.worker import entry_point_module, make_env, quiet_worker, split_env_id
+from rlengine_gym.env_ids import resolve_env_id
+from rlengine_gym.worker import entry_point_module, make_env, quiet_worker
 from rlengine_gym.worker_faults import (
     missing_dependency_error,
     terminate_workers,
     worker_faults,
 )
+from rlengine_gym.worker_start import START_METHOD, draws_in_workers, main_module_hidden, picklable, workers_need_main
 
 __all__ = ["GymConfig", "GymEnvironment", "make_env"]
-
-# TensorFlow is loaded in this process, so worker processes must not be forked
-# from it: forkserver forks them from a clean server process instead.
-_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 _FIRST = np.int32(StepType.FIRST)
 
 
-def resolve_env_id(env_id: str) -> gymnasium.envs.registration.EnvSpec:
-    """The registered spec of ``env_id`` (``module:`` prefix imported); ``ConfigError`` if unknown."""
-    if not isinstance(env_id, str) or not env_id:
-        raise ConfigError(f"the environment id must be a non-empty string, got {env_id!r}")
-    module, name = split_env_id(env_id)
-    if is_ale_id(env_id):
-        try:
-            register_ale()  # only now: non-Atari runs and `rlengine plugins` never load the emulator
-        except ImportError as err:
-            raise missing_dependency_error(env_id, err, "ale_py") from None
-    if module:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise ConfigError(
-                f"cannot import module {module!r} named by environment id {env_id!r}: {err}"
-            ) from None
-    try:
-        return gymnasium.spec(name)
-    except gymnasium.error.Error:
-        raise ConfigError(
-            f"unknown Gymnasium environment id {env_id!r}.{_suggest(name)} Pass a registered id with "
-            f"--env, or 'module:Name-v0' to import the module that registers it."
-        ) from None
-
-
-def _suggest(name: str) -> str:
-    by_lower = {key.lower(): key for key in gymnasium.registry}
-    matches = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
-    if not matches:
-        return ""
-    return " Did you mean " + " or ".join(repr(by_lower[m]) for m in matches) + "?"
-
-
-def _workers_need_main(thunk: functools.partial) -> bool:
-    """Whether a worker process may need this process's ``__main__`` to build its env."""
-    if thunk.args[1] is None:  # made by id: anything may be involved
-        return True
-    try:
-        data = pickle.dumps(thunk)
-    except Exception:
-        return True
-    return b"__main__" in data
-
-
-@contextlib.contextmanager
-def _main_module_hidden(hide: bool):
-    """Keep worker processes from re-running this process's main module while they start.
-
-    Spawned and forkserver children re-import the parent's main module (as
-    ``__mp_main__``) so that objects defined there unpickle. Here that module
-    is typically a script or the ``rlengine`` command, which imports
-    TensorFlow: about 3 s and 600 MB per worker for nothing, since the env
-    thunk only needs Gymnasium and the env's own module. When the thunk does
-    not refer to ``__main__``, the main module's location is hidden from
-    ``multiprocessing`` for the moment the workers start.
-    """
-    main = sys.modules.get("__main__")
-    if not hide or main is None:
-        yield
-        return
-    missing = object()
-    saved_file = getattr(main, "__file__", missing)
-    saved_spec = getattr(main, "__spec__", None)
-    try:
-        if saved_file is not missing:
-            del main.__file__
-        main.__spec__ = None
-        yield
-    finally:
-        if saved_file is not missing:
-            main.__file__ = saved_file
-        main.__spec__ = saved_spec
-
-
-def _draws_in_workers(spec: gymnasium.envs.registration.EnvSpec, config: GymConfig) -> bool:
-    """Whether the copies must run in worker processes to render: MuJoCo frames (``rgb_array``).
-
-    MuJoCo draws with OpenGL, which without a GPU is Mesa's llvmpipe; its LLVM clashes with
-    the one TensorFlow loads into this process (with ``RTLD_GLOBAL``) and the process crashes
-    at the first frame. Worker processes have no TensorFlow.
-    """
-    return config.render_mode == "rgb_array" and entry_point_module(spec).startswith("gymnasium.envs.mujoco.")
-
-
-def _picklable(obj: Any) -> bool:
-    try:
-        pickle.dumps(obj)
-    except Exception:
-        return False
-    return True
-
-
-# -- the environment ---------------------------------------------------------
 class GymEnvironment(Environment):
     """A batch of ``num_envs`` copies of a Gymnasium environment.
 
@@ -181,24 +84,24 @@ class GymEnvironment(Environment):
         atari = atari_settings(config, env_id, spec)
         stack = atari.frame_stack if atari is not None else 1
         self._stacked_frames = FrameStack(axis=-1, frames=stack) if stack > 1 else None
-        spec_arg = spec if _picklable(spec) else None
+        spec_arg = spec if picklable(spec) else None
         if atari is None:
             thunk = functools.partial(make_env, env_id, spec_arg, kwargs)
         else:
             thunk = functools.partial(make_atari_env, env_id, spec_arg, kwargs, atari)
         env_fns = [thunk] * self.num_envs
-        self.vectorization = "async" if _draws_in_workers(spec, config) else config.vectorization
+        self.vectorization = "async" if draws_in_workers(spec, config) else config.vectorization
         try:
             if self.vectorization == "sync":
                 self._venv = SyncVectorEnv(env_fns, copy=False, autoreset_mode=AutoresetMode.NEXT_STEP)
             else:
-                hide_main = not _workers_need_main(thunk)
-                with _main_module_hidden(hide_main):
+                hide_main = not workers_need_main(thunk)
+                with main_module_hidden(hide_main):
                     self._venv = AsyncVectorEnv(
                         env_fns,
                         shared_memory=True,
                         copy=False,
-                        context=_START_METHOD,
+                        context=START_METHOD,
                         autoreset_mode=AutoresetMode.NEXT_STEP,
                         worker=quiet_worker,
                     )

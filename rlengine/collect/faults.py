@@ -34,9 +34,7 @@ replayed transition joins the rows before the crash to the rows after it.
 from __future__ import annotations
 
 import concurrent.futures
-import queue
 import sys
-import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -51,6 +49,7 @@ from rlengine.collect.env_checks import (  # noqa: F401  (EnvironmentOutputMisma
     NonFiniteObservation,
     TimeStepCheck,
 )
+from rlengine.collect.watch_thread import WatchThread
 from rlengine.errors import RLEngineError, telling_line
 
 #: Seed added per restart: the new copies do not replay the episodes of the old ones,
@@ -266,37 +265,6 @@ class GuardedEnvironment(Environment):
             "resources; fix the environment or raise train.env_step_timeout (0 disables)")
 
 
-class _Worker:
-    """One daemon thread running calls handed to it (a hung call must not block interpreter exit)."""
-
-    def __init__(self) -> None:
-        self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._loop, name="rlengine-env-watch", daemon=True).start()
-
-    def submit(self, fn: Callable, *args: Any) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        self._calls.put((future, fn, args))
-        return future
-
-    def stop(self) -> None:
-        """End the thread after the call it runs (a hung one: never; it is a daemon)."""
-        self._calls.put(None)
-
-    def _loop(self) -> None:
-        while True:
-            item = self._calls.get()
-            if item is None:
-                return
-            future, fn, args = item
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:
-                future.set_exception(exc)
-            # while it waits for the next call, the thread must not keep this one's objects (the
-            # run's algorithm, through ``fn``) alive: in-process runs one after another would pile up
-            del item, future, fn, args
-
-
 class FaultWatch:
     """Runs a pipeline's collection calls under the env timeout and tells which unrolls to drop.
 
@@ -311,7 +279,7 @@ class FaultWatch:
     def __init__(self, env: Environment):
         self.env = env if isinstance(env, GuardedEnvironment) else None
         self.dropped_unrolls = 0
-        self._worker: Optional[_Worker] = None
+        self._worker: Optional[WatchThread] = None
 
     @property
     def restarts(self) -> int:
@@ -346,7 +314,7 @@ class FaultWatch:
 
     def _watched(self, fn: Callable, *args: Any) -> Any:
         if self._worker is None:
-            self._worker = _Worker()
+            self._worker = WatchThread()
         env = self.env
         assert env is not None  # call() watches only a guarded environment
         future = self._worker.submit(fn, *args)

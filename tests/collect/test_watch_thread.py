@@ -4,7 +4,7 @@ import gc
 import threading
 import weakref
 
-from rlengine.collect.faults import _Worker
+from rlengine.collect.watch_thread import WatchThread
 from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
 
@@ -18,7 +18,7 @@ def test_the_worker_drops_its_last_call_and_stops_when_told():
         def __call__(self):
             return 1
 
-    worker, payload = _Worker(), Payload()
+    worker, payload = WatchThread(), Payload()
     assert worker.submit(payload).result(timeout=5) == 1
     alive = weakref.ref(payload)
     del payload

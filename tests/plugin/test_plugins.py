@@ -15,16 +15,8 @@ import rlengine
 from rlengine import hookimpl
 from rlengine.config import RunConfig
 from rlengine.errors import PluginError
-from rlengine.plugin.manager import (
-    DISABLE_ENV,
-    ENTRY_POINT_GROUP,
-    TRACE_ENV,
-    PluginFailure,
-    PluginInfo,
-    Plugins,
-    build_plugins,
-    find_info,
-)
+from rlengine.plugin.loading import ENTRY_POINT_GROUP, PluginFailure, PluginInfo
+from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV, Plugins, build_plugins, find_info
 from rlengine.testing import HookRecorder, ToyAlgorithm, testing_plugin
 
 _module_numbers = itertools.count()

@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import attrs
-import numpy as np
 import tensorflow as tf
 
 import rlengine
@@ -44,7 +43,7 @@ from rlengine_algorithms.critics import (
     weighted_mean,
 )
 from rlengine_algorithms.masking import mask_spec, mask_values, uniform_legal_action
-from rlengine_algorithms.networks import orthogonal, positive_sizes
+from rlengine_algorithms.networks import LSTM, positive_sizes
 from rlengine_algorithms.optimizers import FusedAdam
 
 _v = attrs.validators
@@ -99,41 +98,6 @@ class RecurrentDQNInfo(NamedTuple):
     reward: tf.Tensor  # [B]
     discount: tf.Tensor  # [B]
     step_type: tf.Tensor  # [B]
-
-
-class LSTM(tf.Module):
-    """An LSTM cell (``i, f, g, o`` gates, forget bias 1) with state ``(h, c)``, built eagerly."""
-
-    def __init__(self, in_size: int, units: int, name: str = "lstm", trainable: bool = True):
-        super().__init__(name=name)
-        self.units = units
-        with self.name_scope:
-            kernel = tf.concat([orthogonal([in_size, units], 1.0) for _ in range(4)], axis=1)
-            recurrent = tf.concat([orthogonal([units, units], 1.0) for _ in range(4)], axis=1)
-            bias = np.zeros(4 * units, np.float32)
-            bias[units:2 * units] = 1.0
-            self.kernel = tf.Variable(kernel, trainable=trainable, name="kernel")
-            self.recurrent_kernel = tf.Variable(recurrent, trainable=trainable, name="recurrent_kernel")
-            self.bias = tf.Variable(bias, trainable=trainable, name="bias")
-
-    def copy(self, name: str) -> "LSTM":
-        """A non-trainable copy with the same values (a target network)."""
-        target = LSTM(int(self.kernel.shape[0]), self.units, name, trainable=False)
-        for t, s in zip(target.variables_in_order, self.variables_in_order):
-            t.assign(s)
-        return target
-
-    @property
-    def variables_in_order(self) -> list:
-        return [self.kernel, self.recurrent_kernel, self.bias]
-
-    def __call__(self, x, state):
-        h, c = state
-        z = tf.matmul(x, self.kernel) + tf.matmul(h, self.recurrent_kernel) + self.bias
-        i, f, g, o = tf.split(z, 4, axis=-1)
-        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-        h = tf.sigmoid(o) * tf.tanh(c)
-        return h, (h, c)
 
 
 def huber(x, delta: float):

@@ -1,4 +1,5 @@
-"""Policy and value networks: MLP torsos, an optional LSTM, action heads."""
+"""Policy and value networks: MLP torsos, an optional LSTM (Keras's cell for the actor-critic, :class:`LSTM` for
+recurrent DQN, which needs a target copy), action heads."""
 
 from __future__ import annotations
 
@@ -164,3 +165,38 @@ class Torso(tf.Module):
             state = tuple(new_state)
         critic_x = x if self.critic_encoder is None else self.critic_encoder(observation)
         return self.actor(x), self.critic(critic_x), state
+
+
+class LSTM(tf.Module):
+    """An LSTM cell (``i, f, g, o`` gates, forget bias 1) with state ``(h, c)``, built eagerly."""
+
+    def __init__(self, in_size: int, units: int, name: str = "lstm", trainable: bool = True):
+        super().__init__(name=name)
+        self.units = units
+        with self.name_scope:
+            kernel = tf.concat([orthogonal([in_size, units], 1.0) for _ in range(4)], axis=1)
+            recurrent = tf.concat([orthogonal([units, units], 1.0) for _ in range(4)], axis=1)
+            bias = np.zeros(4 * units, np.float32)
+            bias[units:2 * units] = 1.0
+            self.kernel = tf.Variable(kernel, trainable=trainable, name="kernel")
+            self.recurrent_kernel = tf.Variable(recurrent, trainable=trainable, name="recurrent_kernel")
+            self.bias = tf.Variable(bias, trainable=trainable, name="bias")
+
+    def copy(self, name: str) -> "LSTM":
+        """A non-trainable copy with the same values (a target network)."""
+        target = LSTM(int(self.kernel.shape[0]), self.units, name, trainable=False)
+        for t, s in zip(target.variables_in_order, self.variables_in_order):
+            t.assign(s)
+        return target
+
+    @property
+    def variables_in_order(self) -> list:
+        return [self.kernel, self.recurrent_kernel, self.bias]
+
+    def __call__(self, x, state):
+        h, c = state
+        z = tf.matmul(x, self.kernel) + tf.matmul(h, self.recurrent_kernel) + self.bias
+        i, f, g, o = tf.split(z, 4, axis=-1)
+        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+        h = tf.sigmoid(o) * tf.tanh(c)
+        return h, (h, c)

@@ -148,6 +148,9 @@ class Torso(tf.Module):
         super().__init__(name="torso")
         self.encoder, self.critic_encoder = encoder, critic_encoder
         self.lstm_size = lstm_size
+        # Keras's cell, not the LSTM module below: their weights and arithmetic match, but a module lists its
+        # variables by name and Keras by creation, and the optimizer's saved slots follow that order, so saved
+        # PPO-LSTM runs would no longer restore
         self.lstm = tf_keras.layers.LSTMCell(lstm_size) if lstm_size else None
         self.actor = MLP(hidden_sizes, activation, "actor_mlp")
         self.critic = MLP(hidden_sizes, activation, "critic_mlp")

@@ -168,7 +168,7 @@ class ReplayBuffer(tf.Module):
         pos = tf.math.floormod(starts, self._rings.per_env)
         valid = self._rings.start_is_valid(envs, pos, head)
         values = tf.where(valid, self._max_priority.read_value(), 0.0)
-        self._tree.set(envs * self._rings.per_env + pos, values)
+        self._tree.set(self._rings.flat_id(envs, pos), values)
 
     def update_priorities(self, indices: Any, priorities: Any) -> None:
         """Give the sampled starts ``indices`` new priorities (stored as ``(p + eps) ** alpha``).
@@ -182,8 +182,7 @@ class ReplayBuffer(tf.Module):
         check = tf.debugging.assert_non_negative(p, message="replay buffer: priorities must be finite and >= 0")
         with tf.control_dependencies([check]):
             stored = tf.pow(p + PRIORITY_EPS, self.priority_alpha)
-        per_env = self._rings.per_env
-        valid = self._rings.start_is_valid(ids // per_env, ids % per_env, self._head.read_value())
+        valid = self._rings.start_is_valid(*self._rings.env_and_pos(ids), self._head.read_value())
         self._tree.set(ids, tf.where(valid, stored, 0.0))
         self._max_priority.assign(tf.maximum(self._max_priority, tf.reduce_max(stored)))
 
@@ -233,7 +232,7 @@ class ReplayBuffer(tf.Module):
         start = self._rings.time_held(h, pos)
         time = start[:, None] + tf.range(self._rings.length, dtype=tf.int64)[None, :]
         experience = self._read(tf.broadcast_to(env[:, None], tf.shape(time)), time, head)
-        return Sample(experience, env * self._rings.per_env + pos, weights)
+        return Sample(experience, self._rings.flat_id(env, pos), weights)
 
     def _draw_uniform(self, batch_size: int) -> tuple:
         """A copy uniformly among those ready, then a start uniformly among its valid ones."""
@@ -263,7 +262,7 @@ class ReplayBuffer(tf.Module):
         num_valid = tf.cast(tf.reduce_sum(self._rings.valid_start_counts(self._head.read_value())), tf.float32)
         weights = tf.pow(num_valid * prob, -tf.cast(beta, tf.float32))
         weights = weights / tf.reduce_max(weights)
-        return ids // self._rings.per_env, ids % self._rings.per_env, weights
+        return (*self._rings.env_and_pos(ids), weights)
 
     def gather_all(self) -> Nest:
         """Every held row, ``[num_envs, rows, ...]`` in time order per copy.

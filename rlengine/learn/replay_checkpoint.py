@@ -62,7 +62,7 @@ class FilledRows(Trackable):
     def _tree_ids(self, positions: Any) -> Any:
         """The sum-tree leaf (flat start id) of each ring position."""
         b = self._buffer
-        return tf.range(b.num_envs, dtype=tf.int64)[:, None] * b.rows_per_env + positions
+        return b._rings.flat_id(tf.range(b.num_envs, dtype=tf.int64)[:, None], positions)
 
     def _serialize_to_tensors(self) -> dict:
         b = self._buffer

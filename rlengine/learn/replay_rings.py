@@ -45,6 +45,15 @@ class Rings:
         """``[..., 2]`` storage index of the rows at absolute ``time`` of rings ``env`` (same shape)."""
         return tf.stack([env, tf.math.floormod(time, self.per_env)], axis=-1)
 
+    def flat_id(self, env: Any, pos: Any) -> Any:
+        """The one number ``env * per_env + pos`` naming position ``pos`` of ring ``env``: the sum tree's leaf
+        and a sample's index."""
+        return env * self.per_env + pos
+
+    def env_and_pos(self, flat_id: Any) -> tuple:
+        """The ring and position a :meth:`flat_id` names."""
+        return flat_id // self.per_env, flat_id % self.per_env
+
     def time_held(self, env_head: Any, pos: Any) -> Any:
         """The absolute time of the row now at ``pos`` of a ring whose head is ``env_head`` (negative: none)."""
         return env_head - 1 - tf.math.floormod(env_head - 1 - pos, self.per_env)

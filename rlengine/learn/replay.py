@@ -182,7 +182,8 @@ class ReplayBuffer(tf.Module):
         check = tf.debugging.assert_non_negative(p, message="replay buffer: priorities must be finite and >= 0")
         with tf.control_dependencies([check]):
             stored = tf.pow(p + PRIORITY_EPS, self.priority_alpha)
-        valid = self._rings.start_is_valid(*self._rings.env_and_pos(ids), self._head.read_value())
+        env, pos = self._rings.env_and_pos(ids)
+        valid = self._rings.start_is_valid(env, pos, self._head.read_value())
         self._tree.set(ids, tf.where(valid, stored, 0.0))
         self._max_priority.assign(tf.maximum(self._max_priority, tf.reduce_max(stored)))
 

@@ -50,7 +50,7 @@ class Rings:
         and a sample's index."""
         return env * self.per_env + pos
 
-    def env_and_pos(self, flat_id: Any) -> tuple:
+    def env_and_pos(self, flat_id: Any) -> tuple[Any, Any]:
         """The ring and position a :meth:`flat_id` names."""
         return flat_id // self.per_env, flat_id % self.per_env
 

@@ -98,12 +98,12 @@ def trusted(blob: bytes) -> bytes:
     else:
         reason = f"it was not written by this user ({reason})"
     if payload is None:
-        _refuse(reason)
+        refuse(reason)
         return b""
     return payload
 
 
-def _refuse(reason: str) -> None:
+def refuse(reason: str) -> None:
     """Say once per checkpoint read (see :func:`reading_from`) why its environment state stays unused."""
     source = _source.get()
     if source is not None:

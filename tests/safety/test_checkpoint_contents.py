@@ -6,6 +6,7 @@
 * environment state restored only when this user signed it: a downloaded run's pickle never runs.
 """
 
+import io
 import json
 import os
 import pickle
@@ -19,8 +20,9 @@ from tensorflow.python.framework import config as tf_config
 
 from rlengine import hookimpl
 from rlengine.api import seeding as run_random
-from rlengine.collect import state_signing
+from rlengine.collect import env_state, state_signing
 from rlengine.learn.replay import ReplayBuffer
+from rlengine.pipelines.sync.pipeline import SyncPipeline, _load_arrays
 from rlengine.run.checkpoints import newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
@@ -267,6 +269,29 @@ def test_an_environment_state_under_the_limit_is_signed_and_its_episodes_continu
     _engine(config).train()
     assert len(StatefulEnv.restores) == 2  # the evaluation env, then the training env: both continue
     assert not _warnings(capsys.readouterr().err, "environment state")
+
+
+def test_a_saved_last_row_of_another_layout_restarts_the_episodes_with_one_warning(tmp_path, capsys, monkeypatch):
+    """E.g. a run saved before its algorithm changed what ``rollout`` returns: the carry would not fit."""
+    config = _stateful(tmp_path)
+    save_state = SyncPipeline.save_state
+
+    def with_one_leaf_more(self):
+        arrays = _load_arrays(env_state.trusted(save_state(self)))
+        buffer = io.BytesIO()
+        np.savez(buffer, *arrays, np.zeros([2], np.float32))
+        return env_state.signed(buffer.getvalue())
+
+    with monkeypatch.context() as saved_otherwise:
+        saved_otherwise.setattr(SyncPipeline, "save_state", with_one_leaf_more)
+        _interrupted(config)
+    capsys.readouterr()
+    _engine(config).train()  # resumed: new episodes instead of an error
+    assert StatefulEnv.restores == []
+    lines = _warnings(capsys.readouterr().err, "environment state")
+    assert lines == [f"{WARNING}not restoring environment state of {tmp_path / 'checkpoints' / 'ckpt-2'}: its last "
+                     "collected row has another layout than this run's experience (the algorithm's rollout info, the "
+                     "policy state or the transformers changed since); episodes restart"]
 
 
 # -- item 7: untrusted state is never unpickled -------------------------------------------------------

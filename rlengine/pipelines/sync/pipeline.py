@@ -85,10 +85,14 @@ class SyncPipeline(Pipeline):
     def resume(self, state: bytes) -> bool:
         """Continue the saved episodes when this user wrote ``state`` and the env restores it; else restart."""
         arrays = _load_arrays(env_state_lib.trusted(state))  # unsigned or foreign: never unpickled
-        if not arrays or not env_state_lib.apply_trusted_state(self.context.envs[0], arrays[0].tobytes()):
-            return super().resume(b"")
         batch, ctx = self.collector.batch, self.context
         template = Carry(ctx.specs.experience, ctx.chain.initial_state(batch), ctx.algorithm.initial_state(batch))
+        if arrays and not _carry_fits(arrays[1:], template, batch):
+            env_state_lib.refuse("its last collected row has another layout than this run's experience (the "
+                                 "algorithm's rollout info, the policy state or the transformers changed since)")
+            arrays = []
+        if not arrays or not env_state_lib.apply_trusted_state(ctx.envs[0], arrays[0].tobytes()):
+            return super().resume(b"")
         self.carry = tf.nest.pack_sequence_as(template, [tf.constant(a) for a in arrays[1:]])
         return True
 
@@ -195,6 +199,18 @@ class OffPolicyPipeline(SyncPipeline):
             self.carry = carry
         return Iteration(experience, {} if warming_up or dropped else losses, collect_seconds,
                          seconds - collect_seconds, metrics=self.faults.metrics(), dropped=dropped)
+
+
+def _carry_fits(arrays: list, template: Carry, batch: int) -> bool:
+    """Whether saved ``arrays`` have the shapes and dtypes of ``template``'s leaves (specs of one row, or tensors)."""
+    leaves = tf.nest.flatten(template)
+    if len(arrays) != len(leaves):
+        return False
+    for array, leaf in zip(arrays, leaves):
+        shape = [batch, *leaf.shape] if isinstance(leaf, tf.TensorSpec) else leaf.shape
+        if array.dtype != leaf.dtype.as_numpy_dtype or list(array.shape) != list(shape):
+            return False
+    return True
 
 
 def _load_arrays(data: bytes) -> list:

@@ -10,6 +10,16 @@ actor and critic unless ``share_encoder = false``), then the optional LSTM
 and the actor and critic MLPs. An ``action_mask`` observation leaf masks the
 Categorical's logits wherever the policy is evaluated (rollout, predict,
 train-time recomputation).
+
+``predict`` runs the actor alone, and so does ``rollout`` without an LSTM:
+the critic's values of an unroll's ``T + 1`` rows are then taken in
+``preprocess_experience``, in one pass before the unroll's updates: in the
+synchronous pipelines the weights that acted, so the same values a critic
+per env step would give (to float rounding), at a fraction of the cost; in
+the asynchronous and Ray pipelines the learner's weights of the moment
+rather than the acting policy's older ones (the critic being trained judges
+the returns). With an LSTM a value needs the state of its step, so
+``rollout`` takes it.
 """
 
 from __future__ import annotations
@@ -64,7 +74,7 @@ class ActorCriticConfig:
 
 class RolloutInfo(NamedTuple):
     dist: object  # action distribution (stored as parameters)
-    value: tf.Tensor
+    value: tf.Tensor | tuple  # the critic's value with an LSTM; () without (preprocess_experience takes them)
 
 
 class BatchInfo(NamedTuple):
@@ -174,25 +184,46 @@ class ActorCritic(Algorithm):
         actor, critic, state = self.torso(observation, state)
         return self.head(actor, action_mask_of(observation)), tf.squeeze(self.value_head(critic), -1), state
 
+    def _policy(self, observation, state):
+        """``(action distribution, state)``: the actor alone, for acting."""
+        if self.value_head.w is None:  # the first call builds the critic too, as before: a seed's weights stay
+            dist, _, state = self._evaluate(observation, state)
+            return dist, state
+        actor, state = self.torso.actor_features(observation, state)
+        return self.head(actor, action_mask_of(observation)), state
+
+    def _values(self, observation):
+        """Values of ``[T + 1, B]`` observations in one pass (no LSTM: rows are independent)."""
+        rows = tf.nest.map_structure(lambda x: tf.reshape(x, [-1, *x.shape[2:]]), observation)
+        value = tf.squeeze(self.value_head(self.torso.critic_features(rows)), -1)
+        return tf.stop_gradient(tf.reshape(value, tf.shape(tf.nest.flatten(observation)[0])[:2]))
+
     def predict(self, time_step, state) -> PolicyStep:
-        dist, _, state = self._evaluate(time_step.observation, state)
+        dist, state = self._policy(time_step.observation, state)
         return PolicyStep(self.head.offset_action(dist.mode()), state, ())
 
     def rollout(self, time_step, state) -> PolicyStep:
-        dist, value, state = self._evaluate(time_step.observation, state)
+        # Without an LSTM the values wait for preprocess_experience: one pass over the whole unroll costs far
+        # less than a critic per env step, and the weights are still the ones that acted. An LSTM's values
+        # need the state of the step, so they are taken here.
+        if self.needs_time_dimension:
+            dist, value, state = self._evaluate(time_step.observation, state)
+        else:
+            (dist, state), value = self._policy(time_step.observation, state), ()
         action = self.head.offset_action(dist.sample(seed=rlengine.random.seed()))
         return PolicyStep(action, state, RolloutInfo(dist, value))
 
     def preprocess_experience(self, exp: Experience) -> Experience:
         cfg = self.config
         info: RolloutInfo = exp.rollout_info
-        advantage, ret = gae(exp.reward, exp.discount, exp.step_type, info.value, cfg.gamma, cfg.gae_lambda)
+        value = info.value if self.needs_time_dimension else self._values(exp.observation)
+        advantage, ret = gae(exp.reward, exp.discount, exp.step_type, value, cfg.gamma, cfg.gae_lambda)
         rows = tf.nest.map_structure(lambda t: t[:-1], exp._replace(rollout_info=()))
         old_log_prob = info.dist.log_prob(self.head.unoffset_action(exp.action))[:-1]
         mask = tf.cast(exp.step_type[:-1] != StepType.LAST, tf.float32)
-        # with the values from collection, the ones the advantages were computed with
-        ev = tf.fill(tf.shape(mask), explained_variance(ret, info.value[:-1], mask))
-        return rows._replace(rollout_info=BatchInfo(old_log_prob, info.value[:-1], advantage, ret, mask, ev))
+        # with the values the advantages were computed with, before this batch's updates
+        ev = tf.fill(tf.shape(mask), explained_variance(ret, value[:-1], mask))
+        return rows._replace(rollout_info=BatchInfo(old_log_prob, value[:-1], advantage, ret, mask, ev))
 
     def train_step(self, exp: Experience, state) -> PolicyStep:
         dist, value, state = self._evaluate(exp.observation, state)

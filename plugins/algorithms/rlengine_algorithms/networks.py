@@ -162,12 +162,29 @@ class Torso(tf.Module):
         return (tf.TensorSpec([self.lstm_size], tf.float32), tf.TensorSpec([self.lstm_size], tf.float32))
 
     def __call__(self, observation, state):
+        x, state = self._shared(observation, state)
+        return self.actor(x), self._critic(observation, x), state
+
+    def actor_features(self, observation, state):
+        """``(actor features, state)`` alone: acting needs no value."""
+        x, state = self._shared(observation, state)
+        return self.actor(x), state
+
+    def critic_features(self, observation):
+        """The critic's features alone; without an LSTM only, whose state the critic would need."""
+        if self.lstm is not None:
+            raise ValueError("with an LSTM the critic's features need the state: call the torso itself")
+        return self._critic(observation, None if self.critic_encoder is not None else self.encoder(observation))
+
+    def _shared(self, observation, state):
         x = self.encoder(observation)
         if self.lstm is not None:
             x, new_state = self.lstm(x, list(state))
             state = tuple(new_state)
-        critic_x = x if self.critic_encoder is None else self.critic_encoder(observation)
-        return self.actor(x), self.critic(critic_x), state
+        return x, state
+
+    def _critic(self, observation, x):
+        return self.critic(x if self.critic_encoder is None else self.critic_encoder(observation))
 
 
 class LSTM(tf.Module):

@@ -139,10 +139,28 @@ def test_ppo_shares_one_encoder_by_default_and_splits_it_on_request(encoder_conf
     split = build(PPO, S([3], tf.float32), DISCRETE4, encoder="mlp", share_encoder=False, hidden_sizes=[])
     assert split.torso.critic_encoder is not None and split.torso.critic_encoder is not split.torso.encoder
     for algorithm in (shared, split):
-        assert algorithm.rollout(time_step(tf.ones([2, 3])), ()).info.value.shape == [2]
+        assert algorithm.rollout(time_step(tf.ones([2, 3])), ()).info.value == ()  # taken after the unroll
+        assert algorithm._values(tf.ones([5, 2, 3])).shape == [5, 2]
     assert len(split.trainable_variables) == len(shared.trainable_variables) + 2  # the critic's own dense layer
     with pytest.raises(ConfigError, match="share_encoder = false needs lstm_size = 0"):
         build(PPO, S([3], tf.float32), DISCRETE4, encoder="mlp", share_encoder=False, lstm_size=4)
+
+
+@pytest.mark.parametrize("share_encoder", [True, False])
+def test_ppo_values_after_the_unroll_are_the_critics_at_each_step(encoder_configs, share_encoder):
+    # acting runs the actor alone; preprocess_experience takes the values of all T + 1 rows in one pass
+    encoder_configs["mlp"] = MLPEncoderConfig(hidden_sizes=[6])
+    algorithm = build(PPO, S([3], tf.float32), DISCRETE4, encoder="mlp", share_encoder=share_encoder)
+    observation = tf.random.normal([4, 2, 3])
+    algorithm.rollout(time_step(observation[0]), ())
+    per_step = [algorithm._evaluate(observation[t], ())[1] for t in range(4)]
+    np.testing.assert_allclose(algorithm._values(observation), tf.stack(per_step), rtol=1e-5, atol=1e-6)
+
+
+def test_ppo_with_an_lstm_takes_its_values_while_acting():
+    algorithm = build(PPO, S([3], tf.float32), DISCRETE4, lstm_size=4)
+    state = tf.nest.map_structure(lambda s: tf.zeros([2, *s.shape]), algorithm.state_spec)
+    assert algorithm.rollout(time_step(tf.ones([2, 3])), state).info.value.shape == [2]
 
 
 def sac_update_gradients(algorithm, obs_dim=3):

@@ -186,7 +186,9 @@ class ActorCritic(Algorithm):
 
     def _policy(self, observation, state):
         """``(action distribution, state)``: the actor alone, for acting."""
-        if self.value_head.w is None:  # the first call builds the critic too, as before: a seed's weights stay
+        # The first call builds the critic as well, so the layers are built in the order they always were
+        # and a seed draws the same initial weights.
+        if self.value_head.w is None:
             dist, _, state = self._evaluate(observation, state)
             return dist, state
         actor, state = self.torso.actor_features(observation, state)
@@ -203,9 +205,7 @@ class ActorCritic(Algorithm):
         return PolicyStep(self.head.offset_action(dist.mode()), state, ())
 
     def rollout(self, time_step, state) -> PolicyStep:
-        # Without an LSTM the values wait for preprocess_experience: one pass over the whole unroll costs far
-        # less than a critic per env step, and the weights are still the ones that acted. An LSTM's values
-        # need the state of the step, so they are taken here.
+        # without an LSTM, preprocess_experience takes the values (see the module's docstring)
         if self.needs_time_dimension:
             dist, value, state = self._evaluate(time_step.observation, state)
         else:

@@ -69,7 +69,7 @@ class TimeStepCheck:
             raise self._mismatch(what, f"it is {type(time_step).__name__} of {len(leaves)} array(s), "
                                        f"expected a TimeStep of {len(self.fields)}")
         for field, leaf, shape, dtype in zip(self.fields, leaves, self.shapes, self.dtypes):
-            problem = _leaf_problem(leaf, shape, dtype)
+            problem = leaf_problem(leaf, shape, dtype)
             if problem:
                 raise self._mismatch(what, f"{field} {problem}")
         return leaves
@@ -95,7 +95,7 @@ class TimeStepCheck:
                     "or clip or replace non-finite values before they reach the agent")
 
 
-def _leaf_problem(leaf: Any, shape: tuple, dtype: Optional[np.dtype]) -> str:
+def leaf_problem(leaf: Any, shape: tuple, dtype: Optional[np.dtype]) -> str:
     """What is wrong with one array ('' when nothing): what ``tf.numpy_function`` would refuse."""
     array = leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)
     if dtype is not None and array.dtype != dtype:

@@ -29,6 +29,7 @@ import tensorflow as tf
 from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
 from rlengine.api.placement import actor_device
 from rlengine.collect import env_state as env_state_lib
+from rlengine.collect.env_checks import leaf_problem
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.unroll import Carry
@@ -204,13 +205,10 @@ class OffPolicyPipeline(SyncPipeline):
 def _carry_fits(arrays: list, template: Carry, batch: int) -> bool:
     """Whether saved ``arrays`` have the shapes and dtypes of ``template``'s leaves (specs of one row, or tensors)."""
     leaves = tf.nest.flatten(template)
-    if len(arrays) != len(leaves):
-        return False
-    for array, leaf in zip(arrays, leaves):
-        shape = [batch, *leaf.shape] if isinstance(leaf, tf.TensorSpec) else leaf.shape
-        if array.dtype != leaf.dtype.as_numpy_dtype or list(array.shape) != list(shape):
-            return False
-    return True
+    return len(arrays) == len(leaves) and not any(
+        leaf_problem(array, (batch, *leaf.shape) if isinstance(leaf, tf.TensorSpec) else tuple(leaf.shape),
+                     np.dtype(leaf.dtype.as_numpy_dtype))
+        for array, leaf in zip(arrays, leaves))
 
 
 def _load_arrays(data: bytes) -> list:

@@ -15,19 +15,30 @@ state, the first evaluation of each (tracing) is timed apart, and all must
 give the same scores. Printed: seconds per evaluation
 (median), env steps per second, and the ratio.
 
-    python benchmarks/eval_speed.py [--episodes 10] [--repeats 5]
+The reference runs on today's environment stack and policy, which other
+changes have made faster since the evaluator moved into the graph.
+``--before DIR`` instead compares whole checkouts: each variant, this
+checkout and the one in ``DIR`` (e.g. ``git worktree add /tmp/before
+576e455``, the commit before the move), trains and times its own run's
+evaluator (``components.evaluator.run()``) in a fresh process, the two
+alternating ``--rounds`` times; the ratio is of time per env step.
+
+    python benchmarks/eval_speed.py [--episodes 10] [--repeats 5] [--before DIR [--rounds 3]]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
 import numpy as np
 import tensorflow as tf
+from runs import run_in_checkout
 
 import rlengine
 from rlengine.api.data import StepType
@@ -76,17 +87,65 @@ def timed(evaluate, env, start_state: bytes) -> tuple[float, dict]:
     return time.perf_counter() - t0, result
 
 
+#: Run in either checkout, so it uses only what both have: train, restore the best, time the run's evaluator.
+_OWN_EVALUATOR = """
+import json, shutil, statistics, sys, tempfile, time, rlengine
+root = tempfile.mkdtemp(prefix="eval-speed-")
+engine = rlengine.Engine(sys.argv[1], [f"train.root_dir={root!r}", *sys.argv[3:]])
+engine.train()
+with engine.restored("best") as components:
+    components.evaluator.run()  # the first, with tracing
+    times = []
+    for _ in range(int(sys.argv[2])):
+        t0 = time.perf_counter()
+        result = components.evaluator.run()
+        times.append(time.perf_counter() - t0)
+shutil.rmtree(root)
+print(json.dumps([statistics.median(times), result["eval/average_length"] * result["eval/episodes"],
+                  result["eval/average_return"]]))
+"""
+
+
+def own_evaluator(core: str, repeats: int, overrides: list) -> tuple:
+    """``(seconds per evaluation, env steps, return)`` of the evaluator of checkout ``core``, in a fresh process."""
+    out = run_in_checkout(core, [sys.executable, "-c", _OWN_EVALUATOR, EXAMPLE, str(repeats), *overrides],
+                          text=True).stdout
+    return tuple(json.loads(out.strip().splitlines()[-1]))
+
+
+def compare_checkouts(before: str, rounds: int, repeats: int, overrides: list) -> None:
+    this = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    variants = {"this": this, "before": os.path.abspath(before)}
+    per_step: dict = {name: [] for name in variants}
+    for i in range(rounds):
+        for name, core in variants.items():
+            seconds, steps, score = own_evaluator(core, repeats, overrides)
+            per_step[name].append(seconds / steps)
+            print(f"  {name:<6} #{i + 1}: {seconds:.3f} s per evaluation, {steps:.0f} env steps, return {score:.1f}, "
+                  f"{1e6 * seconds / steps:.1f} µs per env step", flush=True)
+    this_step, before_step = (statistics.median(per_step[name]) for name in variants)
+    print(f"\nmedian of {rounds} rounds: this {1e6 * this_step:.1f} µs per env step, before "
+          f"{1e6 * before_step:.1f}: this checkout's evaluator is {before_step / this_step:.1f}x faster "
+          f"(rounds: {', '.join(f'{b / t:.1f}x' for t, b in zip(*per_step.values()))})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--train-steps", type=int, default=100_000, help="PPO training budget (stops at 500)")
+    parser.add_argument("--before", metavar="DIR", help="compare with the evaluator of the checkout in DIR")
+    parser.add_argument("--rounds", type=int, default=3, help="with --before: processes per checkout, alternating")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
+    training = [f"train.num_env_steps={args.train_steps}", "train.writers=[]", "train.eval_interval=5",
+                "train.target_return=500.0", f"train.num_eval_episodes={args.episodes}"]
+    if args.before:
+        compare_checkouts(args.before, args.rounds, args.repeats, training)
+        print(f"load average after: {os.getloadavg()}")
+        return
     with tempfile.TemporaryDirectory(prefix="eval-speed-") as root:
-        overrides = [f"train.root_dir={root!r}", f"train.num_env_steps={args.train_steps}", "train.writers=[]",
-                     "train.eval_interval=5", "train.target_return=500.0", f"train.num_eval_episodes={args.episodes}"]
-        engine = rlengine.Engine(EXAMPLE, overrides)
+        engine = rlengine.Engine(EXAMPLE, [f"train.root_dir={root!r}", *training])
         engine.train()
         with engine.restored("best") as components:
             variants = {"in-graph": components.evaluator, "per-step": PerStepEvaluator(components.evaluator)}

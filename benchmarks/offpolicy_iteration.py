@@ -24,9 +24,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+
+from runs import run_in_checkout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(os.path.dirname(HERE), "examples", "sac_pendulum.toml")
@@ -38,11 +39,7 @@ def run_once(core: str | None, env_steps: int, extra: list) -> dict:
     root = tempfile.mkdtemp(prefix="offpolicy-iteration-")
     overrides = [f"train.num_env_steps={env_steps}", f"train.root_dir={json.dumps(root)}", 'train.writers=["jsonl"]',
                  "train.eval_interval=0", "train.checkpoint_seconds=0", *extra]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    if core:  # the checkout's core and plugin packages come before the installed ones
-        plugins = sorted(os.path.join(core, "plugins", name) for name in os.listdir(os.path.join(core, "plugins")))
-        env["PYTHONPATH"] = os.pathsep.join([core, *plugins, env.get("PYTHONPATH", "")])
-    subprocess.run([sys.executable, "-c", _CODE, EXAMPLE, *overrides], check=True, capture_output=True, env=env)
+    run_in_checkout(core, [sys.executable, "-c", _CODE, EXAMPLE, *overrides])
     with open(os.path.join(root, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f if '"time/collect"' in line]
     trained = [r for r in rows if "loss/total" in r][5:]  # after warm-up, past the first traced calls

@@ -1,8 +1,10 @@
-"""Shared by the benchmarks: train one configuration in a fresh process.
+"""Shared by the benchmarks: train one configuration in a fresh process, run another checkout's code.
 
 A fresh process per run measures what `rlengine train` pays (imports aside):
 cold tracing, no caches warmed by an earlier run.
 """
+
+from __future__ import annotations
 
 import json
 import os
@@ -50,3 +52,17 @@ def for_good(history: list, target: float):
         if all(r >= target for *_, r in history[i:]):
             return entry
     return None
+
+
+def run_in_checkout(core: str | None, args: list, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(args)`` (checked, output captured) with the core and plugin packages of the checkout
+    ``core`` before the installed ones, or with what is installed when None; TensorFlow's C++ messages quiet.
+
+    It runs in ``core``: ``python -c`` puts the working directory first on the path, so run from another
+    checkout's root it would import that checkout's core.
+    """
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if core:
+        plugins = sorted(os.path.join(core, "plugins", name) for name in os.listdir(os.path.join(core, "plugins")))
+        env["PYTHONPATH"] = os.pathsep.join([core, *plugins, env.get("PYTHONPATH", "")])
+    return subprocess.run(args, check=True, capture_output=True, env=env, cwd=core, **kwargs)

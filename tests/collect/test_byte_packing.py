@@ -71,14 +71,18 @@ def test_round_trip_through_numpy_function_keeps_every_bit(functions_eagerly):
             assert got.tobytes() == np.ascontiguousarray(sent).tobytes(), spec
 
 
-def test_non_contiguous_arrays_pack_by_value():
-    specs = [tf.TensorSpec((2,), tf.float32), tf.TensorSpec((), tf.int32)]
+def test_non_contiguous_arrays_and_array_likes_pack_by_value():
+    specs = [tf.TensorSpec((2,), tf.float32), tf.TensorSpec((), tf.int32), tf.TensorSpec((), tf.float64)]
     wide = np.arange(BATCH * 4, dtype=np.float32).reshape(BATCH, 4)
-    arrays = [wide[:, ::2], np.arange(BATCH, dtype=np.int32)]
+    arrays = [wide[:, ::2], np.arange(BATCH, dtype=np.int32), [0.5, -1.0, 2.0]]  # a list the checks accept
     packing = BytePacking(specs, BATCH)
-    first, second = packing.unpack([tf.constant(packing.pack(arrays)[0])])
-    np.testing.assert_array_equal(first.numpy(), wide[:, ::2])
+    buffer = packing.pack(arrays)[0]
+    wide[:] = -1  # the environment reuses its array: the buffer is a copy
+    first, second, third = packing.unpack([tf.constant(buffer)])
+    np.testing.assert_array_equal(first.numpy(), [[0, 2], [4, 6], [8, 10]])
     np.testing.assert_array_equal(second.numpy(), arrays[1])
+    np.testing.assert_array_equal(third.numpy(), arrays[2])
+    assert buffer.flags.writeable  # the graph may take it over and write into it
 
 
 @pytest.mark.parametrize("specs", [[tf.TensorSpec((), tf.float32)], [tf.TensorSpec((4096,), tf.uint8)] * 2])

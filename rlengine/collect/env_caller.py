@@ -32,6 +32,7 @@ class EnvCaller:
         self.batch = env.batch_size
         self.packing = BytePacking(self.flat_spec, self.batch)
         self.action_spec = env.action_spec()
+        self._nested_action = tf.nest.is_nested(self.action_spec)  # else the one array is the action
         #: The environment's own exception, if one escaped step() or reset(): the graph
         #: reports it only as a generic op error, without its type.
         self.error: BaseException | None = None
@@ -41,7 +42,7 @@ class EnvCaller:
         self._check = None if checked else TimeStepCheck(raw_spec, self.batch, f"environment {env.env_id!r}")
 
     def _py_step(self, *flat_action: np.ndarray) -> list:
-        action = tf.nest.pack_sequence_as(self.action_spec, list(flat_action))
+        action = tf.nest.pack_sequence_as(self.action_spec, list(flat_action)) if self._nested_action else flat_action[0]
         return self._call("step", self.env.step, action)
 
     def _call(self, what: str, method: Any, *args: Any) -> list:

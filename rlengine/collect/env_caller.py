@@ -40,18 +40,20 @@ class EnvCaller:
         # (byte packing reinterprets bytes, so a dtype of the same size would pass unnoticed), which must be it
         checked = getattr(env, "checks_outputs", False) and env.time_step_spec() == raw_spec
         self._check = None if checked else TimeStepCheck(raw_spec, self.batch, f"environment {env.env_id!r}")
+        # the guard hands over the flat leaves its check made; another environment's time step is checked here
+        self._reset, self._step = (env.reset_leaves, env.step_leaves) if checked else (env.reset, env.step)
 
     def _py_step(self, *flat_action: np.ndarray) -> list:
         action = tf.nest.pack_sequence_as(self.action_spec, list(flat_action)) if self._nested_action else flat_action[0]
-        return self._call("step", self.env.step, action)
+        return self._call("step", self._step, action)
 
     def _call(self, what: str, method: Any, *args: Any) -> list:
         keep_thread_state()  # a TensorFlow thread: keep its Python state for the next step
         try:
             if self.before_call is not None:
                 self.before_call()
-            time_step = method(*args)
-            return tf.nest.flatten(time_step) if self._check is None else self._check.check_spec(time_step, what)
+            answer = method(*args)  # the checked leaves, or a time step to check
+            return answer if self._check is None else self._check.check_spec(answer, what)
         except BaseException as exc:
             self.error = exc
             raise
@@ -60,5 +62,5 @@ class EnvCaller:
         return tf.nest.pack_sequence_as(self.spec, self.packing.numpy_function(self._py_step, tf.nest.flatten(action)))
 
     def reset(self) -> TimeStep:
-        leaves = self.packing.numpy_function(lambda: self._call("reset", self.env.reset), [])
+        leaves = self.packing.numpy_function(lambda: self._call("reset", self._reset), [])
         return tf.nest.pack_sequence_as(self.spec, leaves)

@@ -55,6 +55,8 @@ class TimeStepCheck:
         self.shapes = [(num_envs, *s.shape.as_list()) for s in flat]
         self.dtypes = [None if s.dtype == tf.string else np.dtype(s.dtype.as_numpy_dtype) for s in flat]
         self._expected = list(zip(self.shapes, self.dtypes))  # what ndarrays that fit show (never equal with None)
+        # each field of the spec one array (no dict of observations): a time step's fields are its leaves
+        self._fields_are_leaves = type(spec) is TimeStep and not any(tf.nest.is_nested(field) for field in spec)
         self.finite = [i for i, (field, s) in enumerate(zip(self.fields, flat))  # float rewards and observations
                        if (field == "reward" or field.startswith("observation")) and s.dtype.is_floating]
 
@@ -62,9 +64,13 @@ class TimeStepCheck:
     def check_spec(self, time_step: Any, what: str) -> list:
         """Raise :class:`EnvironmentOutputMismatch` naming the field unless every array fits the spec;
         return the leaves (flattened once for the checks that follow)."""
-        leaves = [] if time_step is None else tf.nest.flatten(time_step)
+        if self._fields_are_leaves and type(time_step) is TimeStep:
+            leaves = list(time_step)  # its fields are its leaves: no flatten (a nested field fails the comparison)
+        else:
+            leaves = [] if time_step is None else tf.nest.flatten(time_step)
         if [(getattr(leaf, "shape", None), getattr(leaf, "dtype", None)) for leaf in leaves] == self._expected:
             return leaves  # every step of a sound environment: one comparison, no conversion
+        leaves = [] if time_step is None else tf.nest.flatten(time_step)  # the search names the nest's own leaves
         if len(leaves) != len(self.fields):
             raise self._mismatch(what, f"it is {type(time_step).__name__} of {len(leaves)} array(s), "
                                        f"expected a TimeStep of {len(self.fields)}")

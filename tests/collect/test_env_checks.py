@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from rlengine.api.data import TimeStep
-from rlengine.collect.env_checks import NonFiniteObservation, TimeStepCheck
+from rlengine.collect.env_checks import EnvironmentOutputMismatch, NonFiniteObservation, TimeStepCheck
 
 COPIES = 3
 SPEC = TimeStep(
@@ -55,3 +55,39 @@ def test_any_non_finite_value_names_its_field_element_and_copy(field, bad):
         warnings.simplefilter("error")  # the one-line error alone: no NumPy warning printed before it
         _check(time_step)
     assert re.search(rf"non-finite {re.escape(where)} = {bad} for copy 2 \(env_id 2\) in step\(\)", str(err.value))
+
+
+FLAT_SPEC = TimeStep(step_type=tf.TensorSpec((), tf.int32), reward=tf.TensorSpec((), tf.float32),
+                     discount=tf.TensorSpec((), tf.float32), observation=tf.TensorSpec((4,), tf.float32),
+                     prev_action=tf.TensorSpec((), tf.int32), env_id=tf.TensorSpec((), tf.int32))
+
+
+def _flat_time_step(**fields):
+    arrays = {name: np.zeros((COPIES, *spec.shape), spec.dtype.as_numpy_dtype) for name, spec in FLAT_SPEC._asdict().items()}
+    return TimeStep(**{**arrays, **fields})
+
+
+def test_a_flat_spec_takes_the_fields_of_a_sound_time_step_as_its_leaves():
+    time_step = _flat_time_step()
+    leaves = TimeStepCheck(FLAT_SPEC, COPIES, "environment 'x'").check_spec(time_step, "step")
+    assert len(leaves) == 6 and all(leaf is field for leaf, field in zip(leaves, time_step))
+    as_tuple = TimeStepCheck(FLAT_SPEC, COPIES, "environment 'x'").check_spec(tuple(time_step), "step")
+    assert all(leaf is field for leaf, field in zip(as_tuple, time_step))  # any nest that flattens the same
+    observation = np.ones((COPIES, 4), np.float32)  # only the leaves are compared, as for a nested spec
+    nested = TimeStepCheck(FLAT_SPEC, COPIES, "environment 'x'").check_spec(
+        _flat_time_step(observation={"a": observation}), "step")
+    assert nested[3] is observation
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({"observation": {"a": np.zeros((COPIES, 4), np.float32), "b": np.zeros(COPIES, np.float32)}},
+     "it is TimeStep of 7 array(s), expected a TimeStep of 6"),
+    ({"reward": np.zeros(COPIES, np.float64)}, "reward has dtype float64, expected float32 (cast it)"),
+    ({"observation": np.zeros((COPIES, 5), np.float32)}, "observation has shape (3, 5), expected (3, 4)"),
+    ({"env_id": np.arange(COPIES)}, "env_id has dtype int64, expected int32 (cast it)"),
+])
+def test_a_flat_spec_still_names_what_does_not_fit(fields, problem):
+    check = TimeStepCheck(FLAT_SPEC, COPIES, "environment 'x'")
+    with pytest.raises(EnvironmentOutputMismatch) as err:
+        check.check_spec(_flat_time_step(**fields), "step")
+    assert problem in str(err.value)

@@ -31,6 +31,13 @@ rerun happens once a stop is requested or the environment has failed, and an
 environment error during the rerun is put back as it was, so the first error
 is reported as it came.
 
+**Only loops that step an environment.** On this executor a ``tf.while_loop``
+of only graph ops overflowed the thread's stack after about 2,000 iterations
+(TensorFlow 2.21: the process died of a segmentation fault), while loops
+whose body calls a ``numpy_function``, as every loop run here does, ran
+20,000 (``tests/collect/test_stepping_function.py``). The updates' loops
+run on the default executor.
+
 Only where the process has one device: a function spread over several
 (``train.actor_device`` elsewhere than the host, a GPU, logical devices) runs
 as parts that send each other tensors, and on the single-threaded executor

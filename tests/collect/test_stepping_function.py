@@ -45,6 +45,14 @@ def gather_out_of_range(i):
     return tf.gather(tf.constant([1, 2]), i + 5) + i  # the line the error must name
 
 
+def test_a_loop_of_thousands_of_steps_runs():
+    """A long unroll or evaluation (a loop of only graph ops this long overflowed the stack on this executor)."""
+    def step(i):
+        return tf.numpy_function(lambda i: i + 1, [i], tf.int32, stateful=True)
+
+    assert int(SteppingFunction(looped(step, steps=20_000), caller())()) == 20_000
+
+
 def test_a_graph_error_in_the_loop_says_where_its_op_was_defined():
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:
         SteppingFunction(looped(gather_out_of_range), caller())()

@@ -89,6 +89,19 @@ class CountingEnv(Environment):
         self.closed = True
 
 
+class DictCountingEnv(CountingEnv):
+    """``counting`` with a dict observation, ``{"position": [t, env_id], "parity": t % 2}``: nested leaves in
+    the middle of the flat time step."""
+
+    def time_step_spec(self):
+        spec = super().time_step_spec()
+        return spec._replace(observation={"position": spec.observation, "parity": tf.TensorSpec([], tf.int32)})
+
+    def _time_step(self, step_type, reward, discount, action):
+        time_step = super()._time_step(step_type, reward, discount, action)
+        return time_step._replace(observation={"position": time_step.observation, "parity": self.t % 2})
+
+
 class ToyAlgorithm(Algorithm):
     """A linear softmax policy trained by a one-step policy gradient (learns ``action = 1``)."""
 

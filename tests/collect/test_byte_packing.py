@@ -8,7 +8,7 @@ from rlengine.collect.byte_packing import LARGEST_PACKED_LEAF, BytePacking
 from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.env_checks import EnvironmentOutputMismatch
 from rlengine.collect.faults import GuardedEnvironment
-from rlengine.testing import CountingEnv
+from rlengine.testing import CountingEnv, DictCountingEnv
 
 BATCH = 3
 SPECS = [
@@ -127,30 +127,18 @@ def test_a_caller_checks_what_an_environment_checked_against_another_spec():
     assert EnvCaller(CountingEnv("counting", BATCH, seed=0), run_spec)._check is not None  # unguarded: checked
 
 
-class _DictCountingEnv(CountingEnv):
-    """``counting`` with a dict observation, whose leaves come in the middle of the flat time step."""
-
-    def time_step_spec(self):
-        spec = super().time_step_spec()
-        return spec._replace(observation={"position": spec.observation, "parity": tf.TensorSpec([], tf.int32)})
-
-    def _time_step(self, step_type, reward, discount, action):
-        time_step = super()._time_step(step_type, reward, discount, action)
-        return time_step._replace(observation={"position": time_step.observation, "parity": self.t % 2})
-
-
 @pytest.mark.parametrize("guarded", [False, True], ids=["checked-here", "guard's-leaves"])
 def test_a_caller_hands_the_graph_the_time_step_the_environment_made(guarded):
     """Through the guard, the caller takes the leaves its check made, in the nest's own order."""
-    env = _DictCountingEnv("counting", BATCH, seed=0)
+    env = DictCountingEnv("counting", BATCH, seed=0)
     if guarded:
-        env = GuardedEnvironment(lambda seed: _DictCountingEnv("counting", BATCH, seed), "environment 'counting'", 0)
+        env = GuardedEnvironment(lambda seed: DictCountingEnv("counting", BATCH, seed), "environment 'counting'", 0)
     caller = EnvCaller(env, env.time_step_spec())
     assert (caller._check is None) == guarded
     run = tf.function(lambda: (caller.reset(), caller.step(tf.constant([1, 0, 1], tf.int32)),
                                caller.step(tf.constant([0, 0, 1], tf.int32))), autograph=False)
     *_, second = run()
-    expected = _DictCountingEnv("counting", BATCH, seed=0)
+    expected = DictCountingEnv("counting", BATCH, seed=0)
     expected.reset()
     expected.step(np.array([1, 0, 1], np.int32))
     want = expected.step(np.array([0, 0, 1], np.int32))

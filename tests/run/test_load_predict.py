@@ -16,7 +16,7 @@ from rlengine import Algorithm, LossInfo, ObservationTransformer, PolicyStep, St
 from rlengine.collect.policy_step import greedy
 from rlengine.run.policy_steps import disagreement
 from rlengine.run.saved_specs import SPECS_FILE, DamagedSpecs, decode_specs, encode_specs, read_specs, write_specs
-from rlengine.testing import CountingEnv, ToyAlgorithm, testing_plugin, tiny_config
+from rlengine.testing import CountingEnv, DictCountingEnv, ToyAlgorithm, testing_plugin, tiny_config
 
 tfd = tfp.distributions
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,16 +34,8 @@ class Counted(CountingEnv):
         Counted.made.append(self)
 
 
-class DictCounting(Counted):
-    """``counting`` with a dict observation: ``{"position": [t, env_id], "parity": t % 2}``."""
-
-    def time_step_spec(self):
-        spec = super().time_step_spec()
-        return spec._replace(observation={"position": spec.observation, "parity": tf.TensorSpec([], tf.int32)})
-
-    def _time_step(self, step_type, reward, discount, action):
-        time_step = super()._time_step(step_type, reward, discount, action)
-        return time_step._replace(observation={"position": time_step.observation, "parity": self.t % 2})
+class DictCounting(Counted, DictCountingEnv):
+    """``dict-counting``: kept as ``Counted`` keeps it."""
 
 
 class Memory(Algorithm):

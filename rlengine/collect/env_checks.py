@@ -64,13 +64,12 @@ class TimeStepCheck:
     def check_spec(self, time_step: Any, what: str) -> list:
         """Raise :class:`EnvironmentOutputMismatch` naming the field unless every array fits the spec;
         return the leaves (flattened once for the checks that follow)."""
-        if self._fields_are_leaves and type(time_step) is TimeStep:
-            leaves = list(time_step)  # its fields are its leaves: no flatten (a nested field fails the comparison)
-        else:
-            leaves = [] if time_step is None else tf.nest.flatten(time_step)
+        as_fields = self._fields_are_leaves and type(time_step) is TimeStep  # its fields are its leaves: no flatten
+        leaves = list(time_step) if as_fields else _flat(time_step)
         if [(getattr(leaf, "shape", None), getattr(leaf, "dtype", None)) for leaf in leaves] == self._expected:
             return leaves  # every step of a sound environment: one comparison, no conversion
-        leaves = [] if time_step is None else tf.nest.flatten(time_step)  # the search names the nest's own leaves
+        if as_fields:  # a wrong array or a nested field: the search goes through the nest's own leaves
+            leaves = _flat(time_step)
         if len(leaves) != len(self.fields):
             raise self._mismatch(what, f"it is {type(time_step).__name__} of {len(leaves)} array(s), "
                                        f"expected a TimeStep of {len(self.fields)}")
@@ -104,6 +103,11 @@ class TimeStepCheck:
                     f"{self.name} returned a non-finite {self.fields[i]}{element} = {leaf[tuple(bad)]} "
                     f"for copy {copy} (env_id {self.first_env_id + copy}) in {what}(); fix the environment, "
                     "or clip or replace non-finite values before they reach the agent")
+
+
+def _flat(nest: Any) -> list:
+    """The leaves of ``nest`` in ``tf.nest.flatten`` order (none for None)."""
+    return [] if nest is None else tf.nest.flatten(nest)
 
 
 def leaf_problem(leaf: Any, shape: tuple, dtype: Optional[np.dtype]) -> str:

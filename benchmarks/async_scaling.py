@@ -12,7 +12,7 @@
      2 ms whatever its size, so the sync driver already overlaps the
      latencies; the bound for both is copies / 2 ms.
    Each figure is measured in a fresh process: TensorFlow's inter-op pool is
-   sized for the driver when the run is built (see rlengine/run/runtime.py).
+   sized for the driver when the run is built (see rlengine/run/process/runtime.py).
    Target: 4 env threads collect at least 3x the sync driver's steps/s.
 2. SAC on Pendulum-v1 to -200 (``examples/sac_pendulum.toml``), sync and
    async with one env thread (the learner trains while the next unroll is

@@ -2,7 +2,7 @@
 
 Builds the components of a SAC/Pendulum run exactly as ``rlengine train``
 does (``replay_capacity`` rows, ``num_envs`` copies), fills the buffer with
-random Pendulum rows, then times :class:`rlengine.run.checkpoints.RunCheckpoints`
+random Pendulum rows, then times :class:`rlengine.run.checkpoints.store.RunCheckpoints`
 ``save`` (write, fsync, mark complete) and the restore a resumed run does,
 and prints the size of the checkpoint files next to the rows' raw bytes.
 The same for a buffer of that capacity holding only ``--partial`` rows (a
@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from rlengine.api.run import Run
 from rlengine.run.build import build_components
-from rlengine.run.checkpoints import RunCheckpoints, newest_checkpoint
+from rlengine.run.checkpoints.store import RunCheckpoints, newest_checkpoint
 from rlengine.run.engine import Engine, seed_everything
 from rlengine.run.episodes import EpisodeStats
 

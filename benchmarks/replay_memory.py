@@ -31,7 +31,7 @@ import time
 import tensorflow as tf
 
 from rlengine.api.data import Experience
-from rlengine.learn.replay import ReplayBuffer
+from rlengine.learn.replay.buffer import ReplayBuffer
 
 SPEC = Experience(
     step_type=tf.TensorSpec([], tf.int32),

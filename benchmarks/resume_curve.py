@@ -22,7 +22,7 @@ import time
 
 from rlengine_tools.plot import plot_runs
 
-from rlengine.run.checkpoints import complete_checkpoints
+from rlengine.run.checkpoints.store import complete_checkpoints
 
 CONFIG = """
 [train]

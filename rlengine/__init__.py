@@ -52,12 +52,12 @@ _WHERE = {
     "n_step_return": "rlengine.learn.returns",
     "Engine": "rlengine.run.engine",
     "TrainResult": "rlengine.run.trainer",
-    "load": "rlengine.run.policy_load",
-    "Policy": "rlengine.run.policy",
+    "load": "rlengine.policy.load",
+    "Policy": "rlengine.policy.saved",
     "RemoteCollector": "rlengine.run.remote",
     "CollectorRecipe": "rlengine.api.pipeline",
     "ActingWeights": "rlengine.run.remote",
-    "PolicyState": "rlengine.run.policy",
+    "PolicyState": "rlengine.policy.saved",
 }
 _MODULES = {"random": "rlengine.api.seeding"}  # the run's checkpointed random generator
 _NO_TENSORFLOW = {"rlengine.api.command", "rlengine.api.noconfig", "rlengine.api.pipeline", "rlengine.api.run",

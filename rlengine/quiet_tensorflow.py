@@ -103,7 +103,7 @@ def tensorflow_start_up_dropped() -> Iterator[None]:
 
 def import_tensorflow() -> None:
     """Import TensorFlow (and TFP) quietly, once. No op runs here: the runtime starts when a run is
-    built, sized for its pipeline (see :mod:`rlengine.run.runtime`)."""
+    built, sized for its pipeline (see :mod:`rlengine.run.process.runtime`)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" in sys.modules:
         return

@@ -1,6 +1,6 @@
 """Stop requests, which long waits honour: an evaluation, an environment that does not answer.
 
-:mod:`rlengine.run.signals` turns SIGINT / SIGTERM into a request here (so
+:mod:`rlengine.run.process.signals` turns SIGINT / SIGTERM into a request here (so
 this low layer, which the environment watchers live in, can see it without
 importing the run layer). A training iteration is finished before the run
 stops, but a call that holds the stop up for longer than

@@ -52,7 +52,7 @@ from rlengine.errors import NonFiniteError
 from rlengine.learn.loss_totals import LossTotals
 from rlengine.learn.minibatches import minibatch_layout, minibatch_picker, swap_leading
 from rlengine.learn.nonfinite import FiniteCheck, all_finite
-from rlengine.learn.replay import kept_in_replay, rows_to_store
+from rlengine.learn.replay.buffer import kept_in_replay, rows_to_store
 from rlengine.learn.reward_scale import RewardScale
 
 #: the summary key of the run's count of updates the NaN guard skipped

@@ -24,14 +24,14 @@ from rlengine.collect.transformers import TransformerChain
 from rlengine.config import RunConfig
 from rlengine.errors import ConfigError
 from rlengine.learn.learner import Learner
-from rlengine.learn.replay import ReplayBuffer, kept_in_replay
-from rlengine.learn.replay_frames import replay_frame_stacks
+from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
+from rlengine.learn.replay.frames import replay_frame_stacks
 from rlengine.learn.reward_scale import RewardScale
 from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
 from rlengine.run.evaluator import Evaluator
-from rlengine.run.memory import check_fits
-from rlengine.run.runtime import prepare_runtime, start_runtime
+from rlengine.run.process.memory import check_fits
+from rlengine.run.process.runtime import prepare_runtime, start_runtime
 from rlengine.run.specs import prepare_specs
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation copies never share seeds with training copies

@@ -28,13 +28,13 @@ from rlengine.errors import RLEngineError
 from rlengine.plugin.manager import Plugins, build_plugins
 from rlengine.run.build import Components, build_components, check_names, config_classes, environment_class
 from rlengine.run.callbacks import RunCallbacks
-from rlengine.run.checkpoint_choice import LATEST, CheckpointChoiceError, Choice, chosen_checkpoint, parse_choice
-from rlengine.run.checkpoints import check_resumable, newest_checkpoint
-from rlengine.run.restoring import checked_choice, restore_choice
-from rlengine.run.rundir import RunDirectory, claimed
-from rlengine.run.saved_specs import write_specs
-from rlengine.run.signals import stop_on_signals
-from rlengine.run.startup import StartupClock
+from rlengine.run.checkpoints.choice import LATEST, CheckpointChoiceError, Choice, chosen_checkpoint, parse_choice
+from rlengine.run.checkpoints.restoring import checked_choice, restore_choice
+from rlengine.run.checkpoints.rundir import RunDirectory, claimed
+from rlengine.run.checkpoints.saved_specs import write_specs
+from rlengine.run.checkpoints.store import check_resumable, newest_checkpoint
+from rlengine.run.process.signals import stop_on_signals
+from rlengine.run.process.startup import StartupClock
 from rlengine.run.trainer import Trainer, TrainResult
 
 
@@ -55,7 +55,7 @@ class Engine:
     complete one (docs/resume.md); a root dir whose ``config.toml`` differs
     from this config is refused unless ``force=True``, and so is one another
     process is training into, or one holding files rlengine did not write
-    (:mod:`rlengine.run.rundir`).
+    (:mod:`rlengine.run.checkpoints.rundir`).
     """
 
     def __init__(self, config: Optional[Mapping[str, Any] | str] = None, overrides: Iterable[str] = (),
@@ -187,7 +187,7 @@ class Engine:
 
     # -- for commands on run directories -------------------------------------------------
     # ``rlengine-tools`` (eval, play, export, plot) may use only the public API, and these
-    # answers otherwise live in private modules (rlengine.run.build, rlengine.run.checkpoints).
+    # answers otherwise live in private modules (rlengine.run.build, rlengine.run.checkpoints.store).
 
     def environment_section(self) -> tuple[str, type]:
         """``(section name, class)`` of the registered environment ``train.env`` resolves to.

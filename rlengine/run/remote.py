@@ -140,7 +140,7 @@ def _start_tensorflow(threads: int) -> None:
         tf.config.threading.set_inter_op_parallelism_threads(max(2, threads))  # env calls run in the graph
     except RuntimeError:  # TF already started in this process (a collector built in the driver, by a test)
         pass
-    from rlengine.run.runtime import start_runtime
+    from rlengine.run.process.runtime import start_runtime
 
     with quiet_stderr():  # the first op prints the CUDA probe's failure on machines without a GPU
         start_runtime()

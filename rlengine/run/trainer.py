@@ -27,13 +27,13 @@ from rlengine.collect import stopping
 from rlengine.collect.faults import EnvironmentFault
 from rlengine.errors import TrainingInterrupted, WorkerError, one_line
 from rlengine.learn.learner import SKIPPED_UPDATES
-from rlengine.run import signals
-from rlengine.run.best_checkpoint import BestCheckpoint
 from rlengine.run.build import Components
-from rlengine.run.checkpoint_schedule import CheckpointSchedule
-from rlengine.run.checkpoints import RunCheckpoints, first_nonfinite_variable  # noqa: F401 (importable from here)
+from rlengine.run.checkpoints.best import BestCheckpoint
+from rlengine.run.checkpoints.schedule import CheckpointSchedule
+from rlengine.run.checkpoints.store import RunCheckpoints, first_nonfinite_variable  # noqa: F401 (importable from here)
 from rlengine.run.episodes import EpisodeStats
-from rlengine.run.startup import StartupClock
+from rlengine.run.process import signals
+from rlengine.run.process.startup import StartupClock
 
 #: Errors of collection: raised before an iteration's update began, so the state before it is intact.
 COLLECTION_ERRORS = (EnvironmentFault, WorkerError)
@@ -55,7 +55,7 @@ class TrainResult:
     eval_history: tuple  # (env_steps, train_time, average_return) per evaluation
     #: why a hook ended the run before its budget (``Run.request_stop``); None if it ran to its budget or target
     stop_reason: Optional[str] = None
-    #: seconds per start-up phase (``startup/<phase>``, :mod:`rlengine.run.startup`); empty if no iteration ran or
+    #: seconds per start-up phase (``startup/<phase>``, :mod:`rlengine.run.process.startup`); empty if no iteration ran or
     #: this Engine reported them in an earlier ``train()``
     startup: dict = attrs.field(factory=dict)
 

@@ -19,8 +19,8 @@ from rlengine.api.data import Experience, StepType
 from rlengine.api.environment import FrameStack
 from rlengine.collect.faults import GuardedEnvironment
 from rlengine.errors import PluginError
-from rlengine.learn.replay import ReplayBuffer
-from rlengine.learn.replay_frames import replay_frame_stacks
+from rlengine.learn.replay.buffer import ReplayBuffer
+from rlengine.learn.replay.frames import replay_frame_stacks
 from rlengine.testing.kit import CountingEnv
 
 K = 4

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlengine.learn.replay import ReplayBuffer
-from rlengine.learn.sumtree import SumTree, next_pow2
+from rlengine.learn.replay.buffer import ReplayBuffer
+from rlengine.learn.replay.sumtree import SumTree, next_pow2
 
 SPEC = {
     "obs": tf.TensorSpec([3], tf.float32),

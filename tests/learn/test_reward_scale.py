@@ -9,7 +9,7 @@ from rlengine import hookimpl
 from rlengine.api.data import Experience, LossInfo, StepType
 from rlengine.errors import ConfigError
 from rlengine.learn.reward_scale import RewardScale
-from rlengine.run.checkpoints import newest_checkpoint
+from rlengine.run.checkpoints.store import newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
 from rlengine.testing.kit import CountingEnv, ToyQAlgorithm

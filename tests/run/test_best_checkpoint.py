@@ -16,18 +16,18 @@ import pytest
 import tensorflow as tf
 
 from rlengine.errors import RLEngineError
-from rlengine.run.best_checkpoint import BestCheckpoint
-from rlengine.run.checkpoint_choice import (
+from rlengine.run.checkpoints.best import BestCheckpoint
+from rlengine.run.checkpoints.choice import (
     CheckpointChoiceError,
     best_checkpoint_dir,
     best_return,
     chosen_checkpoint,
     marked_best,
 )
-from rlengine.run.checkpoint_files import complete_checkpoints, newest_sound_checkpoint
+from rlengine.run.checkpoints.files import complete_checkpoints, newest_sound_checkpoint
+from rlengine.run.checkpoints.restoring import checked_choice, restore_choice
 from rlengine.run.engine import Engine
 from rlengine.run.evaluator import Evaluator
-from rlengine.run.restoring import checked_choice, restore_choice
 from rlengine.testing import testing_plugin, tiny_config
 
 NAN, INF = float("nan"), float("inf")

@@ -10,8 +10,8 @@ import tensorflow as tf
 import rlengine
 from rlengine import hookimpl
 from rlengine.errors import RLEngineError
-from rlengine.learn.replay import ReplayBuffer
-from rlengine.run.checkpoints import complete_checkpoints, differing_keys, newest_checkpoint
+from rlengine.learn.replay.buffer import ReplayBuffer
+from rlengine.run.checkpoints.store import complete_checkpoints, differing_keys, newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
 
@@ -207,7 +207,7 @@ def test_gym_sync_state_restores_episodes_in_progress_and_their_random_streams()
 
 
 def test_a_run_dir_written_before_a_key_existed_resumes_when_the_key_keeps_its_default():
-    from rlengine.run.checkpoints import differing_keys
+    from rlengine.run.checkpoints.store import differing_keys
 
     old = {"train": {"driver": "sync", "seed": 1}}  # an older version: no `pipeline`, no `new_key` yet
     new = {"train": {"pipeline": "sync", "seed": 1, "new_key": 5}}

@@ -21,7 +21,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from rlengine.run.checkpoints import complete_checkpoints, newest_checkpoint
+from rlengine.run.checkpoints.store import complete_checkpoints, newest_checkpoint
 
 STEPS_PER_ITERATION = 4  # num_envs 1 x unroll_length 4
 CONFIG = """

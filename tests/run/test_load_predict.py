@@ -14,8 +14,15 @@ import tensorflow_probability as tfp
 import rlengine
 from rlengine import Algorithm, LossInfo, ObservationTransformer, PolicyStep, StepType, hookimpl
 from rlengine.collect.policy_step import greedy
-from rlengine.run.policy_steps import disagreement
-from rlengine.run.saved_specs import SPECS_FILE, DamagedSpecs, decode_specs, encode_specs, read_specs, write_specs
+from rlengine.policy.backends import disagreement
+from rlengine.run.checkpoints.saved_specs import (
+    SPECS_FILE,
+    DamagedSpecs,
+    decode_specs,
+    encode_specs,
+    read_specs,
+    write_specs,
+)
 from rlengine.testing import CountingEnv, DictCountingEnv, ToyAlgorithm, testing_plugin, tiny_config
 
 tfd = tfp.distributions

@@ -8,7 +8,7 @@ import pytest
 from rlengine import hookimpl
 from rlengine.api.run import Run
 from rlengine.config.schema import RunConfig
-from rlengine.run.checkpoints import newest_checkpoint
+from rlengine.run.checkpoints.store import newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import HookRecorder, testing_plugin, tiny_config
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
 from rlengine import StepType, hookimpl
-from rlengine.run.checkpoints import newest_checkpoint
+from rlengine.run.checkpoints.store import newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
 

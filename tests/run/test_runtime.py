@@ -10,13 +10,13 @@ import tensorflow as tf
 
 from rlengine.config.loading import build_config
 from rlengine.errors import ConfigError
-from rlengine.run.runtime import intra_op_threads_for
+from rlengine.run.process.runtime import intra_op_threads_for
 
 BUILD_ASYNC = """
 import rlengine, sys
 from rlengine.run.engine import Engine
 from rlengine.errors import ConfigError
-from rlengine.run.runtime import inter_op_threads
+from rlengine.run.process.runtime import inter_op_threads
 from rlengine.testing import testing_plugin, tiny_config
 cfg = tiny_config(sys.argv[1], num_envs=6, pipeline="async")
 cfg["async"] = {"num_env_threads": 3, "num_actor_threads": 2}

@@ -15,7 +15,7 @@ import tensorflow as tf
 from rlengine import hookimpl
 from rlengine.errors import TrainingInterrupted
 from rlengine.run.engine import Engine
-from rlengine.run.signals import STOP_SIGNALS
+from rlengine.run.process.signals import STOP_SIGNALS
 from rlengine.testing import HookRecorder, testing_plugin, tiny_config
 from tests.plugin_packages import cli_with_testing_kit
 
@@ -34,7 +34,7 @@ ENTRY_SCRIPT = cli_with_testing_kit('''
         @hookimpl
         def rlengine_train_end(self, error):
             print(f"test: train_end {type(error).__name__}", flush=True)
-''', 'import os, time\nfrom rlengine.run import signals')
+''', 'import os, time\nfrom rlengine.run.process import signals')
 
 TINY_TRAIN = ["train", "--algorithm", "toy", "--env", "counting", "--num-env-steps", "1000000000",
               "--set", 'train.writers=["memory"]', "--set", "train.eval_interval=0"]

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from rlengine.run import startup
 from rlengine.run.engine import Engine
+from rlengine.run.process import startup
 from rlengine.testing import MemoryWriter, TrackedCountingEnv, testing_plugin, tiny_config, tracked_env_plugin
 
 PHASES = ["startup/config", "startup/build", "startup/restore", "startup/first_iteration"]

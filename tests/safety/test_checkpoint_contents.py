@@ -21,9 +21,9 @@ from tensorflow.python.framework import config as tf_config
 from rlengine import hookimpl
 from rlengine.api import seeding as run_random
 from rlengine.collect import env_state, state_signing
-from rlengine.learn.replay import ReplayBuffer
+from rlengine.learn.replay.buffer import ReplayBuffer
 from rlengine.pipelines.sync.pipeline import SyncPipeline, _load_arrays
-from rlengine.run.checkpoints import newest_checkpoint
+from rlengine.run.checkpoints.store import newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
 from rlengine.testing.kit import CountingConfig, CountingEnv, ToyQAlgorithm

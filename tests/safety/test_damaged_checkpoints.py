@@ -22,11 +22,11 @@ import pytest
 import tensorflow as tf
 
 from rlengine.errors import RLEngineError
-from rlengine.run.checkpoint_choice import DamagedCheckpointError
-from rlengine.run.checkpoint_files import mark_complete, marked_checkpoints
-from rlengine.run.checkpoints import complete_checkpoints, newest_checkpoint
+from rlengine.run.checkpoints.choice import DamagedCheckpointError
+from rlengine.run.checkpoints.files import mark_complete, marked_checkpoints
+from rlengine.run.checkpoints.restoring import CheckpointMismatchError, CheckpointsDamagedError, restore_newest
+from rlengine.run.checkpoints.store import complete_checkpoints, newest_checkpoint
 from rlengine.run.engine import Engine
-from rlengine.run.restoring import CheckpointMismatchError, CheckpointsDamagedError, restore_newest
 from rlengine.testing import testing_plugin, tiny_config
 
 DATA = "data-00000-of-00001"

@@ -22,8 +22,8 @@ from rlengine import hookimpl
 from rlengine.cli import main
 from rlengine.errors import ConfigError, RLEngineError
 from rlengine.plugin import manager
+from rlengine.run.checkpoints.rundir import LOCK_FILE, MARKER_FILE, NotARunDir, RunDirBusy, claimed
 from rlengine.run.engine import Engine
-from rlengine.run.rundir import LOCK_FILE, MARKER_FILE, NotARunDir, RunDirBusy, claimed
 from rlengine.testing import CountingEnv, MemoryWriter, testing_plugin, tiny_config
 from tests.plugin_packages import cli_with_testing_kit
 
@@ -186,7 +186,7 @@ def test_evaluation_reads_a_run_dir_while_it_is_being_trained(tmp_path):
 
 FORKS_AND_DIES = textwrap.dedent('''
     import os, sys, time
-    from rlengine.run.rundir import claimed
+    from rlengine.run.checkpoints.rundir import claimed
 
     with claimed(sys.argv[1]):
         child = os.fork()  # as multiprocessing forks environment workers

@@ -26,9 +26,9 @@ import tensorflow as tf
 from rlengine import ConfigError, Engine, RLEngineError, hookimpl
 from rlengine.api.data import Experience
 from rlengine.config import make_section
-from rlengine.learn.replay import ReplayBuffer
+from rlengine.learn.replay.buffer import ReplayBuffer
 from rlengine.plugin.manager import build_plugins
-from rlengine.run import memory
+from rlengine.run.process import memory
 from rlengine.testing import ToyQAlgorithm, testing_plugin, tiny_config
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)

@@ -25,8 +25,8 @@ import tensorflow as tf
 from rlengine import hookimpl
 from rlengine.collect.faults import EnvironmentFault, EnvironmentTimeout
 from rlengine.errors import NonFiniteError, TrainingInterrupted
-from rlengine.run.checkpoint_schedule import COST_FACTOR, FIRST_GAP_SECONDS, CheckpointSchedule
-from rlengine.run.checkpoints import complete_checkpoints, newest_checkpoint
+from rlengine.run.checkpoints.schedule import COST_FACTOR, FIRST_GAP_SECONDS, CheckpointSchedule
+from rlengine.run.checkpoints.store import complete_checkpoints, newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import HookRecorder, MemoryWriter, ToyAlgorithm, testing_plugin, tiny_config
 from rlengine.testing.failing import FaultyEnv, NaNPlugin, reset_fault_plan

@@ -33,7 +33,7 @@ from rlengine.collect.env_checks import leaf_problem
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.unroll import Carry
-from rlengine.learn.replay import ReplayBuffer, kept_in_replay
+from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
 from rlengine.pipelines.sync.collector import Collector
 
 

@@ -2,18 +2,18 @@
 
 A run keeps its newest checkpoints in ``<root_dir>/checkpoints/ckpt-<iteration>``
 and its best one (by evaluation return) in ``<root_dir>/checkpoints/best/ckpt-<iteration>``,
-each counting only once its marker is written (:mod:`rlengine.run.checkpoint_files`).
+each counting only once its marker is written (:mod:`rlengine.run.checkpoints.files`).
 The best checkpoint holds what acting needs (the algorithm and the transformer
 chain), not the replay buffer or the environments' state: it is for evaluating,
 exporting and loading, not for resuming. Training writes it
-(:mod:`rlengine.run.best_checkpoint`); its marker records ``eval_return``.
+(:mod:`rlengine.run.checkpoints.best`); its marker records ``eval_return``.
 
 A choice is ``"latest"`` (the newest sound checkpoint), ``"best"``, or an
 iteration number (a kept newest checkpoint, or the best one if it has that number).
 An explicit choice (``best`` or a number) whose files no longer match their
 marker is a one-line error naming it: falling back to another checkpoint would
 silently evaluate or export something else. ``latest`` falls back past damaged
-ones (:func:`rlengine.run.restoring.restore_newest`).
+ones (:func:`rlengine.run.checkpoints.restoring.restore_newest`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import os
 from typing import Optional, Union
 
 from rlengine.errors import RLEngineError
-from rlengine.run.checkpoint_files import checkpoint_dir, damage, marked_checkpoints, newest_sound_checkpoint
+from rlengine.run.checkpoints.files import checkpoint_dir, damage, marked_checkpoints, newest_sound_checkpoint
 
 BEST = "best"
 LATEST = "latest"

@@ -20,8 +20,8 @@ from typing import Any
 import tensorflow as tf
 
 from rlengine.api.data import Nest
-from rlengine.learn import replay_frames as frames_lib
-from rlengine.learn.sumtree import DEFAULT_BLOCK_SIZE, next_pow2
+from rlengine.learn.replay import frames as frames_lib
+from rlengine.learn.replay.sumtree import DEFAULT_BLOCK_SIZE, next_pow2
 
 
 class Rings:

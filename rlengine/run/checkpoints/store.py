@@ -13,14 +13,14 @@ Kill-safety: a checkpoint counts only once its *marker*
 ``ckpt-<iteration>.complete`` exists. The marker is written atomically
 (temp file, fsync, rename) after the checkpoint files are written and
 synced, and records their sizes and checksums
-(:mod:`rlengine.run.checkpoint_files`); resume takes the newest checkpoint
+(:mod:`rlengine.run.checkpoints.files`); resume takes the newest checkpoint
 whose files match its marker and sets damaged newer ones aside
-(:mod:`rlengine.run.restoring`). Old checkpoints are removed only after a
+(:mod:`rlengine.run.checkpoints.restoring`). Old checkpoints are removed only after a
 newer one is marked, marker first, so a ``kill -9`` at any instant leaves
 the newest complete checkpoint loadable and never removes the only one.
 
 The run's best checkpoint lives beside them in ``checkpoints/best/``
-(:mod:`rlengine.run.best_checkpoint`): pruning and resume look only at the
+(:mod:`rlengine.run.checkpoints.best`): pruning and resume look only at the
 ``ckpt-*`` names directly in ``checkpoints/``, so they never touch it.
 """
 
@@ -39,7 +39,7 @@ import tensorflow as tf
 from rlengine.api import seeding as run_random
 from rlengine.collect import env_state
 from rlengine.errors import RLEngineError
-from rlengine.run.checkpoint_files import (  # noqa: F401 (write_atomically: imported from here)
+from rlengine.run.checkpoints.files import (  # noqa: F401 (write_atomically: imported from here)
     FILE_NAME,
     MARKER,
     checkpoint_dir,
@@ -49,8 +49,8 @@ from rlengine.run.checkpoint_files import (  # noqa: F401 (write_atomically: imp
     write_atomically,
     write_tf_index,
 )
+from rlengine.run.checkpoints.restoring import CheckpointError, restore_newest  # noqa: F401 (CheckpointError: from here)
 from rlengine.run.episodes import EpisodeStats
-from rlengine.run.restoring import CheckpointError, restore_newest  # noqa: F401 (CheckpointError: from here)
 
 
 def newest_checkpoint(root_dir: str) -> Optional[str]:

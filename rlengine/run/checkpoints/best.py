@@ -3,7 +3,7 @@
 After each evaluation whose ``eval/average_return`` is finite and beats the
 best so far, the trainer writes ``<root_dir>/checkpoints/best/ckpt-<iteration>``
 (the layout, and what ``--checkpoint best`` means:
-:mod:`rlengine.run.checkpoint_choice`). It holds the algorithm and the
+:mod:`rlengine.run.checkpoints.choice`). It holds the algorithm and the
 transformer chain, under the names every checkpoint gives them, so it
 restores wherever a newest checkpoint does (``eval``, ``play``, ``export``,
 ``rlengine.load``). It holds no replay buffer, counters or environment
@@ -13,7 +13,7 @@ it is read back from there. A return that is not finite never becomes best,
 nor do weights that are not.
 
 Kill-safety follows the rules of the newest checkpoints
-(:mod:`rlengine.run.checkpoints`): the files are written under a staging
+(:mod:`rlengine.run.checkpoints.store`): the files are written under a staging
 name no reader looks at, renamed to ``ckpt-<n>``, synced and marked (the
 marker last); only then are the previous best's files removed, marker
 first. A kill at any instant leaves the previous best or the new one
@@ -44,10 +44,10 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-from rlengine.run.checkpoint_choice import best_checkpoint_dir, marked_best, recorded_return
-from rlengine.run.checkpoint_files import FILE_NAME, MARKER, damage, mark_complete, marked_checkpoints, write_tf_index
-from rlengine.run.checkpoints import first_nonfinite_variable
-from rlengine.run.restoring import move_damaged_aside
+from rlengine.run.checkpoints.choice import best_checkpoint_dir, marked_best, recorded_return
+from rlengine.run.checkpoints.files import FILE_NAME, MARKER, damage, mark_complete, marked_checkpoints, write_tf_index
+from rlengine.run.checkpoints.restoring import move_damaged_aside
+from rlengine.run.checkpoints.store import first_nonfinite_variable
 
 STAGING = ".staging-"  # ".staging-<pid>.index" etc.: being written; matches no checkpoint name
 

@@ -1,7 +1,7 @@
 """``rlengine.load``: the policy of a trained run, built without an environment or any training machinery.
 
 Loading reads ``config.toml`` and ``specs.json`` of the run directory
-(:mod:`rlengine.run.saved_specs`), builds the run's transformer chain and
+(:mod:`rlengine.run.checkpoints.saved_specs`), builds the run's transformer chain and
 algorithm from them, restores the chosen checkpoint into both, and traces
 one greedy step (:class:`rlengine.Policy`; docs/predict.md).
 """
@@ -18,12 +18,12 @@ import tensorflow as tf
 from rlengine.api.data import Nest, StepType, TimeStep, zeros_from_spec
 from rlengine.collect.policy_step import greedy
 from rlengine.errors import ConfigError, RLEngineError, telling_line
+from rlengine.policy.saved import Policy, drawing_from
 from rlengine.run.build import build_acting, make_environment
-from rlengine.run.checkpoint_choice import LATEST, Choice, chosen_checkpoint, parse_choice
+from rlengine.run.checkpoints.choice import LATEST, Choice, chosen_checkpoint, parse_choice
+from rlengine.run.checkpoints.rundir import CONFIG_FILE
+from rlengine.run.checkpoints.saved_specs import read_specs
 from rlengine.run.engine import Engine
-from rlengine.run.policy import Policy, drawing_from
-from rlengine.run.rundir import CONFIG_FILE
-from rlengine.run.saved_specs import read_specs
 
 BACKENDS = ("auto", "tflite", "tensorflow")
 

@@ -1,6 +1,6 @@
-"""The policy :func:`rlengine.load` returns (:mod:`rlengine.run.policy_load`): numpy observations in, actions
+"""The policy :func:`rlengine.load` returns (:mod:`rlengine.policy.load`): numpy observations in, actions
 and the carried state out, on the traced TensorFlow step or its TensorFlow Lite conversion
-(:mod:`rlengine.run.policy_steps`)::
+(:mod:`rlengine.policy.backends`)::
 
     policy = rlengine.load("runs/ppo-CartPole-v1-20261201-120000")   # checkpoint="latest" | "best" | N
     action, state = policy.predict(observation)                     # one observation, or a batch of them
@@ -19,8 +19,8 @@ import tensorflow as tf
 from rlengine.api import seeding as run_random
 from rlengine.api.data import Nest, StepType, TimeStep
 from rlengine.errors import RLEngineError, SpecMismatchError, telling_line
-from rlengine.run.policy_arrays import NestLayout
-from rlengine.run.policy_steps import LiteStep, TensorFlowStep, convert_to_lite, disagreement, probe_inputs, trace_step
+from rlengine.policy.arrays import NestLayout
+from rlengine.policy.backends import LiteStep, TensorFlowStep, convert_to_lite, disagreement, probe_inputs, trace_step
 
 
 class LiteUnavailable(RLEngineError):

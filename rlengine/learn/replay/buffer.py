@@ -7,12 +7,12 @@ one preallocated variable ``[num_envs, per_env, ...]`` with
 ``per_env = capacity // num_envs``, and ``head[e]`` counts the rows copy ``e``
 has ever written. Nothing else grows with the capacity, except the sum tree
 of prioritized replay. Only *valid* sequence starts (all their rows written,
-none overwritten: :mod:`rlengine.learn.replay_rings`) are ever sampled, so a
+none overwritten: :mod:`rlengine.learn.replay.rings`) are ever sampled, so a
 sequence never crosses the write head and never mixes two copies.
 
 Frame-stacked observation leaves (``frame_stacks``) keep only each row's
 newest frame; reads rebuild the stacks from the rows before (see
-:mod:`rlengine.learn.replay_frames`), so for pixels a row costs about one frame.
+:mod:`rlengine.learn.replay.frames`), so for pixels a row costs about one frame.
 
 Every method works eagerly and inside ``tf.function(autograph=False)``: no
 Python control flow depends on tensor values, and all reads and writes are
@@ -28,10 +28,10 @@ import tensorflow as tf
 from rlengine.api import seeding as run_random
 from rlengine.api.data import Nest, StepType
 from rlengine.api.specs import check_nest
-from rlengine.learn import replay_frames as frames_lib
-from rlengine.learn.replay_checkpoint import FilledRows
-from rlengine.learn.replay_rings import Rings, bytes_needed, env_ids_of
-from rlengine.learn.sumtree import SumTree
+from rlengine.learn.replay import frames as frames_lib
+from rlengine.learn.replay.checkpoint import FilledRows
+from rlengine.learn.replay.rings import Rings, bytes_needed, env_ids_of
+from rlengine.learn.replay.sumtree import SumTree
 
 #: Added to priorities before the exponent, so a zero loss still leaves a
 #: sequence a small chance of being drawn again.

@@ -1,9 +1,9 @@
 """Restoring the newest loadable checkpoint of a run, falling back past damaged ones.
 
-Shared by resume (:class:`rlengine.run.checkpoints.RunCheckpoints`) and the
+Shared by resume (:class:`rlengine.run.checkpoints.store.RunCheckpoints`) and the
 commands that read a run directory (``eval``, ``play``, ``export`` through
 :meth:`rlengine.Engine.restored`). A checkpoint is *damaged* when its files
-do not match its marker (:func:`rlengine.run.checkpoint_files.damage`) or
+do not match its marker (:func:`rlengine.run.checkpoints.files.damage`) or
 TensorFlow reports lost data while restoring it; it is skipped with one
 warning line. Resume also sets it aside, so that iteration is saved again;
 the read-only commands leave the directory as it is (a training process
@@ -12,10 +12,10 @@ not fit the run (another algorithm or network shape) is a different error,
 raised at once: an older checkpoint of the same run would not fit either.
 
 A checkpoint chosen explicitly (``--checkpoint best`` or an iteration
-number, :mod:`rlengine.run.checkpoint_choice`) has no fallback:
+number, :mod:`rlengine.run.checkpoints.choice`) has no fallback:
 :func:`restore_chosen` restores that one or stops with one line naming it.
 The best checkpoint (``checkpoints/best/``) is never what resume restores;
-it is checked and set aside by :mod:`rlengine.run.best_checkpoint`, with
+it is checked and set aside by :mod:`rlengine.run.checkpoints.best`, with
 :func:`move_damaged_aside` as here.
 """
 
@@ -29,7 +29,7 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 from rlengine.errors import RLEngineError, telling_line
-from rlengine.run.checkpoint_choice import (
+from rlengine.run.checkpoints.choice import (
     BEST,
     LATEST,
     CheckpointChoiceError,
@@ -38,7 +38,7 @@ from rlengine.run.checkpoint_choice import (
     chosen_checkpoint,
     parse_choice,
 )
-from rlengine.run.checkpoint_files import MARKER, checkpoint_dir, damage, marked_checkpoints, set_aside
+from rlengine.run.checkpoints.files import MARKER, checkpoint_dir, damage, marked_checkpoints, set_aside
 
 _SHOWN = 240  # characters of TensorFlow's message kept in a one-line error
 
@@ -83,7 +83,7 @@ def checked_choice(root_dir: str, choice: Choice) -> Optional[str]:
     """What ``choice`` names in ``root_dir``, checked before anything is built; one-line errors.
 
     The prefix of ``best`` or an iteration number (sound, see
-    :func:`~rlengine.run.checkpoint_choice.chosen_checkpoint`); None for
+    :func:`~rlengine.run.checkpoints.choice.chosen_checkpoint`); None for
     ``latest``, once some checkpoint is marked (which one loads is found
     while restoring, past damaged ones).
     """

@@ -30,7 +30,7 @@ from typing import Iterator, Optional
 
 from rlengine.errors import RLEngineError
 from rlengine.plugin.markers import CORE_VERSION
-from rlengine.run.checkpoints import write_atomically
+from rlengine.run.checkpoints.store import write_atomically
 
 if sys.platform == "win32":
     import msvcrt

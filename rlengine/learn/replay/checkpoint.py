@@ -12,7 +12,7 @@ priority stay ordinary checkpointed variables.
 
 Restoring writes the slices back into the preallocated variables and
 rebuilds the sum tree from its leaves with the very arithmetic its updates
-use (:meth:`rlengine.learn.sumtree.SumTree.rebuild`), so a resumed run
+use (:meth:`rlengine.learn.replay.sumtree.SumTree.rebuild`), so a resumed run
 samples exactly as the uninterrupted one. Positions past ``k`` keep whatever
 they held; no valid sequence start reaches them.
 
@@ -38,7 +38,7 @@ def _rows_key(i: int) -> str:
 
 
 class FilledRows(Trackable):
-    """The checkpointed view of a :class:`~rlengine.learn.replay.ReplayBuffer`'s rows and priorities.
+    """The checkpointed view of a :class:`~rlengine.learn.replay.buffer.ReplayBuffer`'s rows and priorities.
 
     A plain ``Trackable``: its reference to the buffer is not a checkpoint
     dependency (the buffer is the parent).

@@ -79,7 +79,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv is not None:  # called from a program (tests, a notebook): its process is not ours to tune
         return _main(list(argv))
     own_the_process()  # TensorFlow's objects are then frozen once imported: no collection walks them again,
-    return _main(sys.argv[1:])  # the interpreter's last one included (it took 0.8 s of the default command)
+    return _main(sys.argv[1:])  # the interpreter's last one included (docs/performance.md)
 
 
 def _main(words: list) -> int:

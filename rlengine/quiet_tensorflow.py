@@ -41,9 +41,9 @@ def _collector_paused() -> Iterator[None]:
     """Import without the cyclic garbage collector, then freeze what was imported (own process only).
 
     TensorFlow's import creates about half a million objects that live as long as the process. The
-    collector, triggered by the allocations, walks them again and again as they come: 0.6-0.8 s of a
-    3.7 s import on this machine. Frozen afterwards (``gc.freeze``), later collections skip them too,
-    the interpreter's last one at exit included (0.8 s of the default ``rlengine train`` before).
+    collector, triggered by the allocations, walks them again and again as they come: a fifth of the
+    import (docs/performance.md). Frozen afterwards (``gc.freeze``), later collections skip them too,
+    the interpreter's last one at exit included.
     The few thousand cycles the import leaves behind (about 7,000 objects) are then never freed,
     which a process that lives for one command can afford; a user's program keeps its collector.
     """
@@ -108,11 +108,12 @@ def import_tensorflow() -> None:
     if "tensorflow" in sys.modules:
         return
     # rlengine, its plugins and TFP build on tf-keras (Keras 2). Without this TensorFlow also imports
-    # Keras 3 for ``tf.keras``, which nothing here uses: 1.4 s of a 5.2 s import on this machine.
+    # Keras 3 for ``tf.keras``, which nothing here uses: a quarter of the import
+    # (``python benchmarks/startup.py --keras3-too``).
     # A user's own setting wins.
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     # TensorFlow's Keras imports matplotlib.pyplot when it is installed (for image
-    # galleries rlengine never draws), about 0.5 s of every start-up; its import is
+    # galleries rlengine never draws), which every start-up paid (docs/performance.md); its import is
     # guarded, so hide matplotlib until TensorFlow is in. Plotting imports it itself.
     hide_matplotlib = "matplotlib" not in sys.modules
     if hide_matplotlib:

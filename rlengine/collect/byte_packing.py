@@ -1,8 +1,8 @@
 """The arrays of a time step handed to the graph as one byte buffer.
 
-A ``tf.numpy_function`` pays about 6 µs for each array it returns (here, on
-8 CartPole copies: 44 µs a call for a time step's six arrays against 14 µs for
-one), more than copying a few hundred bytes costs. So the small leaves of a
+A ``tf.numpy_function`` pays for each array it returns (on 8 CartPole copies a
+call returning a time step's six arrays took three times as long as one
+returning one: docs/performance.md), more than copying a few hundred bytes costs. So the small leaves of a
 time step travel one after another in one ``uint8`` buffer: the Python side
 joins their bytes, the graph splits the buffer and reinterprets each part
 (``tf.bitcast``). Large leaves (image observations) are returned as they are,

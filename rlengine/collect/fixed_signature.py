@@ -2,9 +2,9 @@
 
 Before a ``tf.function`` runs its graph, Python matches the arguments against
 its traces: a trace type for every nested value, hashed and compared. For the
-collector's carry (nine arrays in named tuples) that took about 340 µs a call
-here, more than a SAC update: an unroll of one step took 800 µs through the
-``tf.function`` and 460 µs through the concrete function of its trace.
+collector's carry (nine arrays in named tuples) that took more than a SAC
+update: an unroll of one step took 1.7x as long through the ``tf.function``
+as through the concrete function of its trace (docs/performance.md).
 
 The engine's hot functions (the collector's unroll, the learner's update, the
 off-policy iteration) take arguments of one structure, dtypes and shapes all

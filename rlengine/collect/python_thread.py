@@ -5,8 +5,8 @@ does not know. To run the callback, TensorFlow takes the GIL with
 ``PyGILState_Ensure`` and gives it back with ``PyGILState_Release``; on such a
 thread the first makes a new thread state and the second deletes it again, so
 every call builds and frees one (CPython 3.11 maps and unmaps a frame stack for
-each). That was two thirds of what a ``numpy_function`` call cost here: 72 µs a
-call, 24 µs with the state kept (``benchmarks/numpy_function_call.py``).
+each). That was two thirds of what a ``numpy_function`` call cost: with the state
+kept a call takes a third of the time (``benchmarks/numpy_function_call.py``).
 
 Taking one more reference to the thread state from inside the first callback on a
 thread keeps that state for the thread's life: later callbacks find it and only

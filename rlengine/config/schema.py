@@ -71,10 +71,10 @@ class TrainConfig:
     device: str = ""
     actor_device: str = ""  # where the acting policy runs ("/CPU:0": the host); empty: where the learner runs
     # threads TensorFlow may split one op over: "auto" is 1 for vector observations (small networks: 1.2x the
-    # updates/s here) and one per core for images (convolutions); 0: TensorFlow's choice (docs/configuration.md#threads)
+    # updates/s: benchmarks/intra_op_threads.py) and one per core for images (convolutions); 0: TensorFlow's choice (docs/configuration.md#threads)
     intra_op_threads: Union[int, str] = attrs.field(default="auto", validator=_auto_or_non_negative)
     # compile each update's loss and gradients with XLA: 0.75-1.13x the updates/s in the first measurements, a SAC
-    # iteration 0.56x as fast on a later CPU (docs/configuration.md#xla)
+    # iteration 0.56x as fast on a later CPU (benchmarks/xla_updates.py, docs/configuration.md#xla)
     jit_compile: bool = False
     # divide training rewards by a running std of each copy's discounted return (gamma: the algorithm's, else
     # 0.99), as VecNormalize's norm_reward; evaluation and reported returns stay in the game's units

@@ -167,7 +167,7 @@ class Learner:
 
     def _with_counts(self, summaries: dict) -> dict:
         """The summaries, with the run's count of skipped updates read in the same call (an eager read of
-        the variable cost the trainer about 0.1 ms an iteration) and the reward scale in use, if any."""
+        the variable cost the trainer an op of its own every iteration) and the reward scale in use, if any."""
         summaries[SKIPPED_UPDATES] = self.skipped_updates.read_value()
         if self.reward_scale is not None:
             summaries["diagnostics/reward_scale"] = self.reward_scale.std()

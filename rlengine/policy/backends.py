@@ -5,11 +5,11 @@ Both take flat lists of numpy arrays, ``[*observation leaves, step_type,
 *state leaves]`` (batched), and return ``[*action leaves, *state leaves]``,
 the state being ``(transformer chain state, algorithm state)`` flattened.
 
-Why two: calling a ``tf.function`` costs 150-400 µs however small the network
+Why two: calling a ``tf.function`` costs the same however small the network
 (argument binding, the runtime's dispatch), which caps a Python control loop
-at a few thousand steps a second. The TensorFlow Lite interpreter runs a
-CartPole MLP in a few microseconds. Conversion takes a few tenths of a second
-and is checked against TensorFlow on probe inputs before it is used; the
+far below what the network allows. The TensorFlow Lite interpreter answers a
+CartPole MLP's step about 50 times as often a second (``benchmarks/predict_speed.py``,
+docs/predict.md#speed). Conversion runs once, in the background, and is checked against TensorFlow on probe inputs before it is used; the
 traced function always exists, for sampling (``deterministic=False``) and as
 the fallback wherever conversion fails or disagrees.
 """

@@ -1,8 +1,8 @@
 """Evaluation of the greedy policy on environments of its own, in one graph call.
 
-A ``tf.function`` call costs about 300 µs here, more than a CartPole step:
-calling one per step made evaluation most of a short run (5.8 s of the
-default run's 13 s). One evaluation is one call instead: a ``tf.while_loop``
+A ``tf.function`` call costs more than a CartPole step: calling one per step
+made evaluation close to half of a short run (the default run's; the loop is
+kept as ``benchmarks/eval_speed.py``'s reference). One evaluation is one call instead: a ``tf.while_loop``
 steps the environment through ``tf.numpy_function`` (as collection does),
 takes the greedy step and records what the score needs; NumPy sums the
 episodes from the records::
@@ -13,7 +13,8 @@ episodes from the records::
         record its reward, whether it counts (live) and whether it ended an episode
 
 The loop carries only what decides when it ends (the episodes each copy
-played): keeping running scores in the graph made it 3-9% slower.
+played): keeping running scores in the graph made it 3-9% slower
+(``benchmarks/eval_speed.py``).
 """
 
 from __future__ import annotations

@@ -46,10 +46,11 @@ def main_module_hidden(hide: bool):
     Spawned and forkserver children re-import the parent's main module (as
     ``__mp_main__``) so that objects defined there unpickle. Here that module
     is typically a script or the ``rlengine`` command, which imports
-    TensorFlow: about 3 s and 600 MB per worker for nothing, since the env
-    thunk only needs Gymnasium and the env's own module. When the thunk does
-    not refer to ``__main__``, the main module's location is hidden from
-    ``multiprocessing`` for the moment the workers start.
+    TensorFlow: its whole import, time and memory, per worker for nothing
+    (docs/performance.md), since the env thunk only needs Gymnasium and the
+    env's own module. When the thunk does not refer to ``__main__``, the main
+    module's location is hidden from ``multiprocessing`` for the moment the
+    workers start.
     """
     main = sys.modules.get("__main__")
     if not hide or main is None:

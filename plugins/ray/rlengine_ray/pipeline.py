@@ -65,7 +65,7 @@ class RayPipeline(Pipeline):
     def start(self) -> None:
         """Connect to Ray, build every runner, publish the current weights."""
         from rlengine_ray.cluster import RayConnection  # Ray is imported when a run uses it, not when
-        from rlengine_ray.fleet import RunnerFleet  # a config that names it is checked (0.4 s a process)
+        from rlengine_ray.fleet import RunnerFleet  # a config that names it is checked (a cost per process)
 
         self.stop()  # a resumed or restarted pipeline starts with new runners
         self.connection = RayConnection(self.config.address)

@@ -4,8 +4,8 @@
 so a resumed rlengine run logs to the same MLflow run; a tracking URI that
 changed in between is refused rather than silently starting another run.
 
-Opening the store and the run takes MLflow a second or more (it checks the
-database schema), so the writer's sender thread opens it, before sending
+Opening the store and the run is slow for MLflow (it checks the database
+schema: docs/trackers.md), so the writer's sender thread opens it, before sending
 the first rows; whoever needs it first (the thread, or the ``mlflow-policy``
 callback) opens it, under a lock. :data:`OPEN_RUNS` lets that callback log the
 exported policy to the same MLflow run.

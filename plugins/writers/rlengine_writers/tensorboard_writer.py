@@ -11,12 +11,13 @@ A row is one event record, built here with the ``tensorboard`` package's
 protocol buffers and appended by TensorFlow's record writer (event files
 are TFRecord files): no TensorFlow op runs per scalar, and nothing runs
 between rows. ``tf.summary.scalar`` ran one eager op per scalar on the
-training thread (6.3 s of a 41 s SAC run whose rows come every 20 ms);
-``tensorboard``'s own event file writer checksums records in Python, 330
-µs for a row of 28 scalars, against 2 µs here. Each scalar is a
-``simple_value``, which TensorBoard reads as a scalar summary; the float32
-tensors ``tf.summary.scalar`` records, with the scalars plugin's metadata,
-cost ten times more to build (145 against 17 µs a row of 28).
+training thread (15% of a SAC run whose rows come every few iterations,
+``benchmarks/tracker_cost.py``); ``tensorboard``'s own event file writer
+checksums records in Python, over a hundred times what a row costs here.
+Each scalar is a ``simple_value``, which TensorBoard reads as a scalar
+summary; the float32 tensors ``tf.summary.scalar`` records, with the
+scalars plugin's metadata, cost eight times as much to build
+(docs/performance.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The base of the tracker writers (``mlflow``, ``wandb``): rows are thinned and queued, a sender thread logs them.
 
 A tracker's own calls are slow for a training loop: opening an MLflow store
-or starting a W&B run takes about a second, logging a row 0.4 to 5 ms (1 ms
-of CPU even batched), against iterations of a few ms. Two things keep that
-off the loop:
+or starting a W&B run takes as long as hundreds of short iterations, logging
+a row as long as one or more (``benchmarks/tracker_cost.py``,
+docs/trackers.md). Two things keep that off the loop:
 
 * **Thinning.** A metric is logged at most once per ``interval_secs``: the
   newest value since the last one, at the env step it was measured at

@@ -11,8 +11,8 @@ below one it already has, so after a kill the steps between the checkpoint
 and the kill keep the killed run's values.
 
 A sender thread (:mod:`rlengine_writers.tracker_writer`) starts the W&B
-run and logs the queued rows: ``run.log`` takes 0.2 to 0.5 ms a row, and
-``wandb.init`` about a second, which the training loop does not wait for.
+run and logs the queued rows, so the training loop waits for neither
+``wandb.init`` nor ``run.log`` (what they cost: docs/trackers.md).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ class Collector:
         # autograph=False (inside): the loops below are explicit, and converting the
         # algorithm's source on first trace cost more than the training.
         self.run = SteppingFunction(self._run, self.env)
-        # eagerly: it runs once a run (or after an env restart), where tracing it cost 60 ms against 20
+        # eagerly: it runs once a run (or after an env restart), where tracing it cost three times as long
         self.start = self._start
 
     def _act(self, raw: TimeStep, transformer_state: tuple, policy_state: Nest) -> tuple:

@@ -184,7 +184,7 @@ class ActorThread:
 
     def _serve_until_closed(self, handles: tuple) -> Any:
         """Serve batch after batch in one graph call: no Python between env steps, so the actor
-        takes no interpreter time from the learner (one call per batch cost ~0.8 ms of it)."""
+        takes no interpreter time from the learner (a Python call per batch did: docs/performance.md)."""
         def serve_one(i):
             rows = self._serve(handles)
             counted = [self._calls.assign_add(1), self._rows.assign_add(tf.cast(rows, tf.int64))]

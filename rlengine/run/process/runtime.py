@@ -11,8 +11,9 @@ Two pools, each fixed once the runtime starts (its first op):
 * the intra-op pool splits one op over threads. For the small matmuls of
   MLP-sized networks the split costs more than it saves: with one thread,
   PPO CartPole's update took 0.96x, SAC Pendulum's 0.81x and DQN CartPole's
-  0.72x the time here, while a Nature-CNN gradient on 256 frames took 1.19x
-  (``train.intra_op_threads``, docs/configuration.md#threads).
+  0.72x the time, while a Nature-CNN gradient on 256 frames took 1.19x
+  (``benchmarks/intra_op_threads.py``; ``train.intra_op_threads``,
+  docs/configuration.md#threads).
 
 Graph functions are optimized (Grappler) once, at their first call, in one
 pass of the optimizers instead of TensorFlow's two: in the engine's graphs the
@@ -122,9 +123,9 @@ def lighter_graph_optimization() -> None:
     without the GPU-only ones (layout, memory) when there is no GPU.
 
     Every function pays these passes when first called: the two GPU-only ones
-    took 30 of the 145 ms spent optimizing PPO's update, and changed nothing on a
-    CPU. For the whole process, as the pools are. The setting rides on a copy of
-    the runtime's base config, which each thread reads at its first function call;
+    took a fifth of the time spent optimizing PPO's update, and changed nothing
+    on a CPU (``benchmarks/startup.py`` times a run's start). For the whole
+    process, as the pools are. The setting rides on a copy of the runtime's base config, which each thread reads at its first function call;
     the calling thread's cached copy is dropped (another thread that already
     called a function keeps TensorFlow's defaults).
     """

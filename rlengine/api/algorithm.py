@@ -2,18 +2,20 @@
 
 The core drives an algorithm like this (one training iteration, on-policy)::
 
-    state = algorithm.initial_state(batch_size, "rollout")
+    initial = state = algorithm.initial_state(batch_size)
     for t in range(unroll_length):          # inside one tf.function
-        state = reset_where_first(time_step, state)
+        state = reset_where_first(time_step.step_type, state, initial)
         policy_step = algorithm.rollout(time_step, state)   # exploration
         experience.append(Experience.from_steps(time_step, policy_step, state))
+        state = policy_step.state
         time_step = env.step(policy_step.action)
     batch = algorithm.preprocess_experience(stack(experience))   # e.g. GAE
     for minibatch in minibatches(batch):
-        with tf.GradientTape() as tape:
-            policy_step = algorithm.train_step(minibatch, train_state)
+        with tf.GradientTape() as tape:     # a recurrent policy: train_step once per time step, from the stored state
+            policy_step = algorithm.train_step(minibatch, ())
         loss_info, grads_and_vars = algorithm.train_complete(tape, policy_step.info)
         algorithm.apply_gradients(grads_and_vars)
+        algorithm.after_update()
 
 ``predict`` is the greedy policy used for evaluation, play and export.
 All methods take and return nests with leading batch dimensions; the rollout

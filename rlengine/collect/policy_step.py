@@ -12,8 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from rlengine.api import Algorithm
-from rlengine.api import seeding as run_random
+from rlengine.api import Algorithm, seeding
 from rlengine.api.data import Nest, PolicyStep, StepType, TimeStep
 from rlengine.api.network import action_mask_of
 from rlengine.api.specs import RunSpecs
@@ -50,13 +49,13 @@ def uniform_action(spec: Nest, batch: int, action_mask: Any = None) -> Nest:
             legal = tf.cast(action_mask, tf.bool)
             legal = tf.logical_or(legal, tf.logical_not(tf.reduce_any(legal, axis=-1, keepdims=True)))
             logits = tf.where(legal, 0.0, -1e9)
-            draw = tf.random.stateless_categorical(logits, 1, run_random.seed(), dtype=tf.int32)[:, 0]
+            draw = tf.random.stateless_categorical(logits, 1, seeding.seed(), dtype=tf.int32)[:, 0]
             return low + tf.cast(draw, s.dtype)
         if s.dtype.is_integer:
-            offset = tf.random.stateless_uniform(shape, run_random.seed(), 0, tf.int32.max, tf.int32)
+            offset = tf.random.stateless_uniform(shape, seeding.seed(), 0, tf.int32.max, tf.int32)
             offset = offset % tf.cast(high - low + 1, tf.int32)
             return low + tf.cast(offset, s.dtype)
-        return tf.random.stateless_uniform(shape, run_random.seed(), dtype=s.dtype) * (high - low) + low
+        return tf.random.stateless_uniform(shape, seeding.seed(), dtype=s.dtype) * (high - low) + low
 
     return tf.nest.map_structure(sample, spec)
 

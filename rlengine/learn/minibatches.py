@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 
 
 def minibatch_layout(rows: tf.Tensor, mini_batch_size: int) -> tuple:
@@ -47,7 +47,7 @@ def minibatch_picker(flat: list, num_epochs: int, num_rows: Any, size: Any, num_
     """
     if isinstance(num_rows, int) and size == num_rows:
         return lambda u: flat
-    epoch_orders = run_random.orders(num_epochs, num_rows)
+    epoch_orders = seeding.orders(num_epochs, num_rows)
 
     def pick(u: Any) -> list:
         i = u % num_minibatches

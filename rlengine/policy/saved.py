@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 import tensorflow as tf
 
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 from rlengine.api.data import Nest, StepType, TimeStep
 from rlengine.errors import RLEngineError, SpecMismatchError, telling_line
 from rlengine.policy.arrays import NestLayout
@@ -40,12 +40,12 @@ class PolicyState:
 def drawing_from(generator: tf.random.Generator) -> Iterator[None]:
     """Trace with ``generator`` as the run's random generator (``rlengine.random``), then put the previous
     one back: a loaded policy samples from its own, and never advances a training run's."""
-    previous = run_random._generator
-    run_random._generator = generator
+    previous = seeding._generator
+    seeding._generator = generator
     try:
         yield
     finally:
-        run_random._generator = previous
+        seeding._generator = previous
 
 
 class Policy:

@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 import tensorflow as tf
 
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 from rlengine.api.run import Run
 from rlengine.config import RunConfig, apply_overrides, build_config
 from rlengine.config.presets import Preset, naming_preset, starting_config
@@ -252,7 +252,7 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     tf.random.set_seed(seed)
-    run_random.reset(seed)
+    seeding.reset(seed)
 
 
 def default_values(config: RunConfig) -> dict:

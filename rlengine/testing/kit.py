@@ -2,9 +2,9 @@
 
 Register them in-process::
 
-    from rlengine.run.engine import Engine
+    import rlengine
     from rlengine.testing import testing_plugin, tiny_config
-    engine = Engine(tiny_config(), extra_plugins=[("testing", testing_plugin())])
+    engine = rlengine.Engine(tiny_config(), extra_plugins=[("testing", testing_plugin())])
 
 ``counting`` is a deterministic environment, ``pixels``, ``pixels-dict`` and ``masked`` tiny
 image, Dict-observation and action-masked ones (:mod:`.pixels`), ``toy`` a small trainable
@@ -24,8 +24,7 @@ import tensorflow_probability as tfp
 import tf_keras
 
 from rlengine import hookimpl
-from rlengine.api import Algorithm, Environment, SummaryWriter
-from rlengine.api import seeding as run_random
+from rlengine.api import Algorithm, Environment, SummaryWriter, seeding
 from rlengine.api.data import LossInfo, PolicyStep, StepType, TimeStep
 from rlengine.testing.pixels import (  # noqa: F401  (the kit's API)
     IllegalAction,
@@ -118,7 +117,7 @@ class ToyAlgorithm(Algorithm):
 
     def rollout(self, time_step, state):
         dist = self._dist(time_step.observation)
-        return PolicyStep(dist.sample(seed=run_random.seed()), state, {"dist": dist})
+        return PolicyStep(dist.sample(seed=seeding.seed()), state, {"dist": dist})
 
     def preprocess_experience(self, exp):
         rows = tf.nest.map_structure(lambda t: t[:-1], exp._replace(rollout_info=()))
@@ -157,7 +156,7 @@ class ToyQAlgorithm(Algorithm):
 
     def rollout(self, time_step, state):
         batch = tf.shape(time_step.step_type)[0]
-        return PolicyStep(tf.random.stateless_uniform([batch], run_random.seed(), 0, 2, tf.int32), state, ())
+        return PolicyStep(tf.random.stateless_uniform([batch], seeding.seed(), 0, 2, tf.int32), state, ())
 
     def preprocess_experience(self, exp):
         # [2, B] sequences -> transitions: action at row 0, reward on arriving at row 1

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 from rlengine.api.data import Experience, StepType
 from rlengine.api.environment import FrameStack
 from rlengine.collect.faults import GuardedEnvironment
@@ -135,7 +135,7 @@ def buffers(prioritized=False):
 
 
 def flat_sample(buffer, sample, seed):
-    run_random.reset(seed)
+    seeding.reset(seed)
     drawn = sample(buffer)
     return drawn, [drawn.indices.numpy(), drawn.weights.numpy(), *[x.numpy() for x in tf.nest.flatten(drawn.experience)]]
 

@@ -116,7 +116,7 @@ def test_marking_the_newest_rows_last_cuts_each_copy_where_it_stopped():
     assert step_types[1].tolist() == [0, 0, 0, 0]  # a copy that holds nothing is left alone
 
 
-def test_run_random_seeds_repeat_after_reset_and_restore_from_a_checkpoint(tmp_path):
+def test_seeding_repeats_after_reset_and_restore_from_a_checkpoint(tmp_path):
     rlengine.random.reset(7)
     first = [rlengine.random.seed().numpy().tolist() for _ in range(3)]
     rlengine.random.reset(7)

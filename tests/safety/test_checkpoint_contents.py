@@ -19,7 +19,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config
 
 from rlengine import hookimpl
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 from rlengine.collect import env_state, state_signing
 from rlengine.learn.replay.buffer import ReplayBuffer
 from rlengine.pipelines.sync.pipeline import SyncPipeline, _load_arrays
@@ -197,7 +197,7 @@ def test_restored_rings_sample_exactly_as_the_saved_ones(tmp_path, prioritized, 
         np.testing.assert_array_equal(saved._tree.nodes.numpy(), restored._tree.nodes.numpy())
     draws = []
     for buffer in (saved, restored):
-        run_random.reset(7)
+        seeding.reset(7)
         sample = buffer.sample(64)
         draws.append([sample.indices.numpy(), sample.weights.numpy(), *[x.numpy() for x in
                                                                         tf.nest.flatten(sample.experience)]])

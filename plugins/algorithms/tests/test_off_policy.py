@@ -17,7 +17,7 @@ from rlengine_algorithms.sac import SAC, SACConfig, squashed_sample
 from rlengine_algorithms.td3 import TD3, TD3Config
 
 from rlengine import BoundedTensorSpec, ConfigError, Experience, SquashedNormal, StepType, TimeStep, hookimpl
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 
 F, M, L = StepType.FIRST, StepType.MID, StepType.LAST
 BOX = BoundedTensorSpec([1], tf.float32, -2.0, 2.0)
@@ -613,7 +613,7 @@ def test_bfloat16_hidden_matmuls_keep_float32_variables_and_come_close_to_float3
         algorithm.build()
         graph = tf.function(lambda: losses_and_grads(algorithm, exp)).get_concrete_function().graph
         matmuls = [op for op in graph.get_operations() if op.type in ("MatMul", "BatchMatMulV2")]
-        run_random.reset(5)  # the same sampled actions and noise for both
+        seeding.reset(5)  # the same sampled actions and noise for both
         results[dtype] = losses_and_grads(algorithm, exp), matmuls
     (loss32, grads32), matmuls32 = results["float32"]
     (loss16, grads16), matmuls16 = results["bfloat16"]

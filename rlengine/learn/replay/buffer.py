@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 from rlengine.api.data import Nest, StepType
 from rlengine.api.specs import check_nest
 from rlengine.learn.replay import frames as frames_lib
@@ -243,11 +243,11 @@ class ReplayBuffer(tf.Module):
         num_ready = tf.size(ready, out_type=tf.int64)
         check = tf.debugging.assert_positive(num_ready, message=self._rings.too_few_rows_message())
         with tf.control_dependencies([check]):
-            env = tf.gather(ready, tf.random.stateless_uniform([batch_size], run_random.seed(), 0, num_ready,
+            env = tf.gather(ready, tf.random.stateless_uniform([batch_size], seeding.seed(), 0, num_ready,
                                                                dtype=tf.int64))
         count = tf.gather(counts, env)
         # Per-row maxval: scale a uniform float; float64 keeps the bias negligible.
-        uniform = tf.random.stateless_uniform([batch_size], run_random.seed(), dtype=tf.float64)
+        uniform = tf.random.stateless_uniform([batch_size], seeding.seed(), dtype=tf.float64)
         offset = tf.cast(tf.floor(uniform * tf.cast(count, tf.float64)), tf.int64)
         oldest = self._rings.oldest(tf.gather(head, env))
         pos = tf.math.floormod(oldest + tf.minimum(offset, count - 1), self._rings.per_env)

@@ -26,7 +26,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 
 #: Items per leaf block. Larger blocks shrink the tree over the blocks (and
 #: its depth) but make each in-block pick read more leaves.
@@ -174,7 +174,7 @@ class SumTree(tf.Module):
         draws, while each draw is still distributed in proportion to priority.
         """
         total = self.total()
-        uniform = tf.random.stateless_uniform([batch_size], run_random.seed(), dtype=tf.float32)
+        uniform = tf.random.stateless_uniform([batch_size], seeding.seed(), dtype=tf.float32)
         slot = tf.range(batch_size, dtype=tf.float32) + uniform
         mass = tf.minimum(slot * (total / batch_size), total)
         return self.find(mass)

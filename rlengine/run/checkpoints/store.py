@@ -36,7 +36,7 @@ from typing import Any, Optional, cast
 import numpy as np
 import tensorflow as tf
 
-from rlengine.api import seeding as run_random
+from rlengine.api import seeding
 from rlengine.collect import env_state
 from rlengine.errors import RLEngineError
 from rlengine.run.checkpoints.files import (  # noqa: F401 (write_atomically: imported from here)
@@ -162,7 +162,7 @@ class RunCheckpoints:
         self.blobs = {name: tf.Variable(b"", dtype=tf.string, trainable=False, name=name) for name in BLOBS}
         self.checkpoint = tf.train.Checkpoint(**checkpointed_objects(components, cfg.checkpoint_replay),
                                               iteration=self.iteration, env_steps=self.env_steps,
-                                              random=run_random.generator(), **self.blobs)
+                                              random=seeding.generator(), **self.blobs)
         self.checkpoint.save_counter  # created now, so it is written and restored like everything else
 
     # -- saving ----------------------------------------------------------------------

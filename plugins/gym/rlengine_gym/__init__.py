@@ -3,15 +3,14 @@
 This module stays light on purpose: worker processes of the async
 vectorization import ``rlengine_gym.worker`` and ``rlengine_gym.test_envs``
 through it, and must not pull in TensorFlow. The environment class lives in
-:mod:`rlengine_gym.environment`, the hook in :mod:`rlengine_gym.plugin`.
+:mod:`rlengine_gym.environment` and loads on first use (:mod:`rlengine.lazy`
+imports no TensorFlow), the hook in :mod:`rlengine_gym.plugin`.
 """
+
+from rlengine.lazy import lazy_facade
 
 __version__ = "0.1.0"
 
-
-def __getattr__(name):
-    if name in ("GymEnvironment", "GymConfig"):
-        from rlengine_gym import environment
-
-        return getattr(environment, name)
-    raise AttributeError(f"module 'rlengine_gym' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_facade(
+    globals(), {"GymEnvironment": "rlengine_gym.environment", "GymConfig": "rlengine_gym.environment"},
+    eager=["__version__"])

@@ -10,8 +10,7 @@ and listing plugins must not import TensorFlow.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rlengine.lazy import lazy_facade
 
 __version__ = "0.1.0"
 
@@ -25,11 +24,4 @@ _WHERE = {
     "NormalizeConfig": "rlengine_transformers.normalize",
 }
 
-__all__ = sorted([*_WHERE, "__version__"])
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rlengine_transformers' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__, __all__ = lazy_facade(globals(), _WHERE, eager=["__version__"])

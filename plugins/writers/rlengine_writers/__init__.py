@@ -11,8 +11,7 @@ and listing plugins must not import TensorFlow.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rlengine.lazy import lazy_facade
 
 __version__ = "0.1.0"
 
@@ -32,11 +31,4 @@ _WHERE = {
     "WandbWriter": "rlengine_writers.wandb_writer",
 }
 
-__all__ = sorted([*_WHERE, "__version__"])
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rlengine_writers' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__, __all__ = lazy_facade(globals(), _WHERE, eager=["__version__"])

@@ -23,6 +23,7 @@ _WHERE = {
     **_API_WHERE,
     "RunConfig": "rlengine.config.schema",
     "TrainConfig": "rlengine.config.schema",
+    "write_atomically": "rlengine.files",
     "ConfigError": "rlengine.errors",
     "PluginError": "rlengine.errors",
     "RegistryError": "rlengine.errors",
@@ -38,7 +39,7 @@ _WHERE = {
     "RemoteCollector": "rlengine.run.remote",
     "ActingWeights": "rlengine.run.remote",
 }
-_TENSORFLOW_FREE = {*_API_TENSORFLOW_FREE, "rlengine.config.schema", "rlengine.errors"}
+_TENSORFLOW_FREE = {*_API_TENSORFLOW_FREE, "rlengine.config.schema", "rlengine.errors", "rlengine.files"}
 
 __getattr__, __dir__, __all__ = lazy_facade(
     globals(), _WHERE, modules={"random": "rlengine.api.seeding"},  # the run's checkpointed random generator

@@ -21,6 +21,7 @@ import secrets
 from typing import Optional
 
 from rlengine.errors import RLEngineError
+from rlengine.files import write_atomically
 
 KEY_FILE_VARIABLE = "RLENGINE_STATE_KEY_FILE"
 MAGIC = b"rlengine-signed-state-v1\n"  # marks a signed blob; then the digest, then the payload
@@ -46,22 +47,10 @@ def key_path() -> str:
 
 
 def _create_key(path: str) -> None:
-    """Write a new key beside ``path`` and link it into place: another process creating one at the same
-    time either wins (its key is kept) or loses, and nobody ever reads a half-written key."""
+    """Write a new key at ``path`` unless another process created one meanwhile (then that one is kept):
+    nobody ever reads a half-written key."""
     os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, secrets.token_hex(32).encode() + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        pass  # created meanwhile by another run: use that one
-    finally:
-        os.remove(tmp)
+    write_atomically(path, secrets.token_hex(32) + "\n", mode=0o600, replace=False)
 
 
 def load_key() -> bytes:

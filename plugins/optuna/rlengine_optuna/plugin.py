@@ -12,7 +12,7 @@ from typing import Callable
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.2"
+RLENGINE_API_VERSION = "1.5"
 
 #: Command name -> "module:Class" (a subclass of rlengine.Command).
 COMMANDS = {"tune": "rlengine_optuna.command:Tune"}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any, Optional
 
 import optuna
 import tomli_w
 from optuna.trial import TrialState
 
+from rlengine import write_atomically
 from rlengine_optuna.study import user_attr
 
 BEST_FILE = "best.toml"
@@ -79,14 +79,5 @@ def write_best(tune_dir: str, trial: optuna.trial.FrozenTrial, config: dict, obj
               f"# ({objective}). Written by rlengine tune; train it with: rlengine train {path}",
               f"# Trials trained for train.num_env_steps = {budget}: raise it (--num-env-steps) for a full run.", ""]
     text = "\n".join(header) + tomli_w.dumps(config)
-    fd, tmp = tempfile.mkstemp(dir=tune_dir, prefix=".best-", suffix=".toml")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomically(path, text)
     return path

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from rlengine import SummaryWriter
+from rlengine import SummaryWriter, write_atomically
 from rlengine_writers.values import INDEX_KEYS, finite_or_none, to_number
 
 
@@ -115,12 +115,7 @@ class JsonlWriter(SummaryWriter):
         kept = "".join(line + "\n" for line in old.split("\n") if _row_at_or_before(line, env_steps))
         if kept == old:
             return
-        tmp = f"{self.path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:  # replaced whole, so a kill keeps either file
-            f.write(kept)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomically(self.path, kept)  # replaced whole, so a kill keeps either file
 
     def flush(self) -> None:
         if self._file is not None:

@@ -13,7 +13,7 @@ from typing import Callable
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.2"
+RLENGINE_API_VERSION = "1.5"
 
 #: Registered name -> "module:Class"; the name is also the writer's TOML section.
 WRITERS = {

@@ -17,7 +17,7 @@ import re
 import sys
 from typing import Any, Mapping, Optional
 
-from rlengine import RLEngineError
+from rlengine import RLEngineError, write_atomically
 from rlengine_writers.values import INDEX_KEYS, to_number
 
 if sys.version_info >= (3, 11):
@@ -113,14 +113,8 @@ def read_json(path: str) -> Optional[dict]:
 
 
 def write_json(path: str, value: dict) -> None:
-    """Write ``value`` to ``path`` whole or not at all (temp file, fsync, rename)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write ``value`` to ``path`` as indented JSON, whole or not at all."""
+    write_atomically(path, json.dumps(value, indent=2) + "\n")
 
 
 def warn(writer: str, message: str) -> None:

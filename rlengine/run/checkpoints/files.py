@@ -25,6 +25,8 @@ import time
 import zlib
 from typing import Optional
 
+from rlengine.files import fsync_path, write_atomically
+
 MARKER = ".complete"
 FILE_NAME = re.compile(r"^ckpt-(\d+)(\.index|\.data-\d+-of-\d+|_temp.*|\.complete|\.complete\.tmp-\d+)$")
 CHECKSUM = "crc32"  # of each file's bytes: catches every error burst up to 32 bits (a flipped byte) and is cheap
@@ -33,26 +35,6 @@ _CHUNK = 1 << 20  # bytes read at a time while checksumming: memory stays flat f
 
 def checkpoint_dir(root_dir: str) -> str:
     return os.path.join(root_dir, "checkpoints")
-
-
-# -- writing safely --------------------------------------------------------------
-def fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: str, text: str) -> None:
-    """``path`` is either its old content or all of ``text``, even after a crash."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_path(os.path.dirname(path))  # the rename itself reaches the disk
 
 
 def checksum(path: str, sync: bool = False) -> str:

@@ -29,8 +29,8 @@ import time
 from typing import Iterator, Optional
 
 from rlengine.errors import RLEngineError
+from rlengine.files import write_atomically
 from rlengine.plugin.markers import CORE_VERSION
-from rlengine.run.checkpoints.store import write_atomically
 
 if sys.platform == "win32":
     import msvcrt

@@ -29,7 +29,7 @@ import tensorflow as tf
 from rlengine.api.data import Nest, TimeStep
 from rlengine.api.specs import BoundedTensorSpec
 from rlengine.errors import RLEngineError
-from rlengine.run.checkpoints.files import write_atomically
+from rlengine.files import write_atomically
 
 SPECS_FILE = "specs.json"
 FORMAT = 1

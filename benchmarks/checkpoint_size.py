@@ -63,7 +63,7 @@ def measure(rows: int, num_envs: int, keep_replay: bool, saves: int, filled: int
     root = tempfile.mkdtemp(prefix="rlengine-ckpt-bench-")
     run = build_run(rows, num_envs, keep_replay, root)
     try:
-        buffer = run.internals.buffer
+        buffer = run.internals.replay
         raw = fill(buffer, num_envs, min(filled // num_envs, buffer.rows_per_env)) if keep_replay else 0
         run.internals.pipeline.start()
         checkpoints = RunCheckpoints(run, run.internals, EpisodeStats(num_envs))

@@ -40,7 +40,7 @@ def timed_updates(parts, num_updates: int) -> tuple:
 
     pipeline, learner = parts.pipeline, parts.learner
     pipeline.start()
-    if parts.buffer is None:  # on-policy: one unroll, trained on again and again
+    if parts.replay is None:  # on-policy: one unroll, trained on again and again
         experience, _ = pipeline.collector.run(pipeline.carry)
         per_call = learner.algorithm.num_epochs * max(1, experience.reward.shape[0] - 1) * \
             experience.reward.shape[1] // max(1, learner.algorithm.mini_batch_size)
@@ -48,7 +48,7 @@ def timed_updates(parts, num_updates: int) -> tuple:
         def call():
             return learner.train(experience)
     else:
-        while int(parts.buffer.num_rows().numpy()) < 2000:  # random transitions
+        while int(parts.replay.num_rows().numpy()) < 2000:  # random transitions
             pipeline.iterate(0)
         per_call, chunk = 100, tf.constant(100)
 

@@ -62,12 +62,12 @@ SKIPPED_UPDATES = "train/skipped_updates"
 class Learner:
     """Runs the updates of one algorithm."""
 
-    def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, buffer: Any = None,
+    def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, replay: Any = None,
                  reward_scale: Optional[RewardScale] = None, device: str = "", jit_compile: bool = False):
         self.algorithm = algorithm
         self.specs = specs
         self.converters = converters
-        self.buffer = buffer
+        self.replay = replay
         self.reward_scale = reward_scale
         self.device = device  # train.device: every update's ops are placed there (the buffer stays on the host)
         self.jit_compile = jit_compile  # train.jit_compile: each update's loss and gradients compiled by XLA
@@ -121,7 +121,7 @@ class Learner:
         """
         if self.reward_scale is not None:
             self.reward_scale.observe(tf.nest.map_structure(lambda x: x[begin:], experience))
-        self.buffer.add(rows_to_store(kept_in_replay(experience, self.algorithm), begin))
+        self.replay.add(rows_to_store(kept_in_replay(experience, self.algorithm), begin))
 
     def _train_from_replay(self, num_updates: Any) -> dict:
         """Sample and update ``num_updates`` times (on ``train.device``); returns the average losses."""
@@ -132,7 +132,7 @@ class Learner:
         algorithm = self.algorithm
 
         def one_update(i, totals):
-            sample = self.buffer.sample(algorithm.mini_batch_size, algorithm.priority_beta)
+            sample = self.replay.sample(algorithm.mini_batch_size, algorithm.priority_beta)
             experience = tf.nest.map_structure(swap_leading, sample.experience)  # [L, B]
             if algorithm.needs_time_dimension:  # its train loop carries the state, so its rows must have one
                 experience = self._with_state(experience)
@@ -181,7 +181,7 @@ class Learner:
         is what names the culprit and stops the run.
         """
         def update() -> Any:
-            self.buffer.update_priorities(indices, priorities)
+            self.replay.update_priorities(indices, priorities)
             return tf.constant(True)
 
         tf.cond(all_finite([priorities]), update, lambda: tf.constant(False))
@@ -278,7 +278,7 @@ class Learner:
         from replay it is used only when the algorithm sets ``use_rollout_state``.
         """
         stored = time_major.state
-        use_stored = self.buffer is None or self.algorithm.use_rollout_state
+        use_stored = self.replay is None or self.algorithm.use_rollout_state
         if use_stored and tf.nest.flatten(stored):
             return tf.nest.map_structure(lambda s: s[0], stored)
         return initial

@@ -51,7 +51,7 @@ class Components:
     evaluator: Optional[Evaluator]
     writers: list
     pipeline: Pipeline
-    buffer: Any  # the replay buffer of off-policy algorithms, else None
+    replay: Any  # the replay buffer of off-policy algorithms, else None (the pipeline context's replay)
 
     @property
     def envs(self) -> list:
@@ -177,9 +177,9 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             algorithm.build()
             reward_scale = make_reward_scale(cfg, algorithm, specs)
         with on_device(HOST):  # large, and sampling moves only a minibatch to the learner
-            buffer = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
-        learner = Learner(algorithm, specs, converters, buffer, reward_scale, device, cfg.jit_compile)
-        context = PipelineContext(config, specs, algorithm, chain, converters, learner, buffer, envs,
+            replay = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
+        learner = Learner(algorithm, specs, converters, replay, reward_scale, device, cfg.jit_compile)
+        context = PipelineContext(config, specs, algorithm, chain, converters, learner, replay, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
                                   _collector_recipes(config, plugins))
         pipeline = cls.create(context, section)
@@ -195,7 +195,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         if spec_env is not None:
             spec_env.close()
     return Components(eval_env, chain, algorithm, converters, specs, learner, evaluator, writer_objects,
-                      pipeline, buffer)
+                      pipeline, replay)
 
 
 def make_reward_scale(cfg: Any, algorithm: Algorithm, specs: RunSpecs) -> Optional[RewardScale]:

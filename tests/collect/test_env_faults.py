@@ -41,7 +41,7 @@ class Spy:
 
     @hookimpl
     def rlengine_train_end(self, run, error):
-        buffer = run.internals.buffer
+        buffer = run.internals.replay
         if buffer is not None:
             rows = buffer.gather_all()
             self.buffer_rows = (rows.observation.numpy(), rows.step_type.numpy())

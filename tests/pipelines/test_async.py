@@ -145,7 +145,7 @@ def test_off_policy_replay_stores_every_collected_row_once_and_cuts_episodes_at_
     cfg["async"] = {"num_env_threads": 2, "num_actor_threads": actors, "env_batch_sizes": [1, 2]}
     engine = Engine(cfg, extra_plugins=[*_plugins(), ("roomy", Roomy())])
     components = build_components(engine.config, engine.plugins, str(tmp_path / "run"), writers=False)
-    pipeline, buffer = components.pipeline, components.buffer
+    pipeline, buffer = components.pipeline, components.replay
     leaves = tf.nest.pack_sequence_as(buffer._rings.spec, list(range(len(buffer._storage))))
     per_env, step_types = buffer._rings.per_env, buffer._storage[leaves.step_type]
     expected = np.zeros(3, np.int64)

@@ -14,11 +14,11 @@ def test_warm_up_then_training_in_one_traced_call(plugins, tmp_path):
     try:
         pipeline, learner = parts.pipeline, parts.learner
         pipeline.start()
-        rows, env_steps, losses = [int(pipeline.buffer.num_rows())], 0, []
+        rows, env_steps, losses = [int(pipeline.replay.num_rows())], 0, []
         for _ in range(5):
             step = pipeline.iterate(env_steps)
             env_steps += 4
-            rows.append(int(pipeline.buffer.num_rows()))
+            rows.append(int(pipeline.replay.num_rows()))
             losses.append(step.losses)
             assert step.collect_seconds > 0 and step.update_seconds >= 0
         assert np.diff(rows).tolist() == [4] * 5  # rows 1..T of each unroll, every iteration

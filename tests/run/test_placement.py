@@ -35,7 +35,7 @@ class Watch:
     def rlengine_train_end(self, run, error):
         parts, pipeline = run.internals, run.pipeline
         seen["algorithm"] = sorted({v.device for v in parts.algorithm.variables})
-        seen["replay"] = sorted({v.device for v in parts.buffer.variables})
+        seen["replay"] = sorted({v.device for v in parts.replay.variables})
         seen["iteration ops"] = placed_ops(pipeline.iterate_in_graph, pipeline.carry, pipeline.warming_up[False],
                                            pipeline.num_updates)
 

@@ -76,7 +76,7 @@ def test_resume_without_environment_state_never_joins_old_rows_to_new_episodes(t
     seen = {}
 
     def check(run):
-        seen["rows"] = _rows_in_time_order(run.internals.buffer)
+        seen["rows"] = _rows_in_time_order(run.internals.replay)
 
     _interrupted_then_resumed(config, 2, Watch(check))
     for rows in seen["rows"]:

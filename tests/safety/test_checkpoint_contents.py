@@ -154,7 +154,7 @@ def test_a_checkpoint_holds_only_the_rows_a_huge_replay_buffer_has_written(tmp_p
     class Look:
         @hookimpl
         def rlengine_iteration_end(self, run, iteration, metrics):
-            seen.setdefault("heads", run.internals.buffer._head.numpy().tolist())
+            seen.setdefault("heads", run.internals.replay._head.numpy().tolist())
 
     _engine(config, Look()).train()  # resumes: the 9 rows per copy are back, 5 more follow
     assert seen["heads"] == [9 + 5, 9 + 5]

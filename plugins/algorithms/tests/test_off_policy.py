@@ -592,7 +592,7 @@ def test_replay_keeps_the_policy_state_only_where_training_starts_from_it(tmp_pa
     parts = build_components(engine.config, engine.plugins, str(tmp_path), writers=False)
     try:
         assert tf.nest.flatten(parts.specs.experience.state)  # every one has a policy state to carry
-        assert bool(tf.nest.flatten(parts.buffer._rings.spec.state)) == stored
+        assert bool(tf.nest.flatten(parts.replay._rings.spec.state)) == stored
         parts.pipeline.start()
         parts.pipeline.iterate(0)
         parts.pipeline.iterate(8)  # stored and trained on, through Learner.store

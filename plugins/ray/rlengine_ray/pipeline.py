@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from rlengine import ActingWeights, ConfigError
-from rlengine.api.pipeline import Iteration, Pipeline, PipelineContext
+from rlengine import ActingWeights, ConfigError, Iteration, Pipeline, PipelineContext
 from rlengine.errors import WorkerError
 from rlengine_ray.config import RayConfig, runner_layout
 
@@ -196,7 +195,7 @@ class OnPolicyRayPipeline(RayPipeline):
 class OffPolicyRayPipeline(RayPipeline):
     def __init__(self, context: PipelineContext, config: RayConfig):
         super().__init__(context, config)
-        self.algorithm, self.buffer = context.algorithm, context.replay
+        self.algorithm, self.replay = context.algorithm, context.replay
         self.first_row_stored = [False] * config.num_runners  # later unrolls of a runner repeat a stored row 0
         self.store = tf.function(self.learner.store, autograph=False)  # rows begin..T, one graph call
         self.can_sample = False
@@ -209,7 +208,7 @@ class OffPolicyRayPipeline(RayPipeline):
         """Cut the runner's stored episodes: its next unroll begins new ones, stored from row 0."""
         if self.first_row_stored[r]:
             num_envs, first = self.layout[r]
-            self.buffer.mark_newest_rows_last(tf.range(first, first + num_envs))
+            self.replay.mark_newest_rows_last(tf.range(first, first + num_envs))
             self.first_row_stored[r] = False
 
     def iterate(self, env_steps: int) -> Iteration:
@@ -236,5 +235,5 @@ class OffPolicyRayPipeline(RayPipeline):
                          self._steps([unroll]), self._metrics(lags), dropped=unroll.dropped)
 
     def _sampleable(self) -> bool:
-        self.can_sample = self.can_sample or bool(self.buffer.can_sample())
+        self.can_sample = self.can_sample or bool(self.replay.can_sample())
         return self.can_sample

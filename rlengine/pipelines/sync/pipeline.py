@@ -113,16 +113,16 @@ class ReplayAllPipeline(SyncPipeline):
     def __init__(self, context: PipelineContext, config: Any):
         super().__init__(context, config)
         train = context.config.train  # room for exactly one unroll of T + 1 rows per copy
-        self.buffer = ReplayBuffer(context.specs.experience, train.num_envs,
+        self.replay = ReplayBuffer(context.specs.experience, train.num_envs,
                                    train.num_envs * (train.unroll_length + 1), sequence_length=1)
         self.collect = FixedSignatureFunction(self._collect_and_replay)
 
     def _collect_and_replay(self, carry: Carry) -> tuple:
         experience, carry = self.collector._run(carry)
-        self.buffer.add(tf.nest.map_structure(lambda x: tf.reshape(x, [-1, *x.shape[2:]]), experience))
+        self.replay.add(tf.nest.map_structure(lambda x: tf.reshape(x, [-1, *x.shape[2:]]), experience))
         replayed = tf.nest.map_structure(lambda x: tf.transpose(x, [1, 0, *range(2, len(x.shape))]),
-                                         self.buffer.gather_all())  # [T + 1, B] again
-        self.buffer.clear()
+                                         self.replay.gather_all())  # [T + 1, B] again
+        self.replay.clear()
         return experience, replayed, carry
 
     def iterate(self, env_steps: int) -> Iteration:
@@ -150,7 +150,7 @@ class OffPolicyPipeline(SyncPipeline):
 
     def __init__(self, context: PipelineContext, config: Any):
         super().__init__(context, config)
-        self.buffer, self.algorithm = context.replay, context.algorithm
+        self.replay, self.algorithm = context.replay, context.algorithm
         steps = self.collector.unroll_length * self.collector.batch
         self.num_updates = tf.constant(self.algorithm.num_updates_per_iteration or steps)  # 0: one per env step
         self.warming_up = {flag: tf.constant(flag) for flag in (False, True)}  # no new tensor per iteration
@@ -159,7 +159,7 @@ class OffPolicyPipeline(SyncPipeline):
 
     def start(self) -> None:
         super().start()
-        self.buffer.add(kept_in_replay(self.carry.experience, self.algorithm))  # the first row; later: rows 1..T
+        self.replay.add(kept_in_replay(self.carry.experience, self.algorithm))  # the first row; later: rows 1..T
 
     def _restarts(self) -> Any:
         """How often the (fault-guarded) environment has been recreated, read when the graph runs."""
@@ -195,7 +195,7 @@ class OffPolicyPipeline(SyncPipeline):
             lambda c: self.iterate_in_graph(c, self.warming_up[warming_up], self.num_updates))
         seconds, collect_seconds = time.perf_counter() - t0, float(collected.numpy()) - t0
         if dropped:  # nothing stored or trained; cut the stored episodes where the crash began, restart from FIRST
-            self.buffer.mark_newest_rows_last()
+            self.replay.mark_newest_rows_last()
             self.start()
         else:
             self.carry = carry

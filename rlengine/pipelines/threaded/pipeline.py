@@ -57,7 +57,7 @@ class AsyncPipeline(Pipeline):
         super().__init__(context, config)
         envs, chain, specs, converters = context.envs, context.chain, context.specs, context.converters
         cfg, async_cfg = context.config.train, config
-        self.algorithm, self.learner, self.buffer = context.algorithm, context.learner, context.replay
+        self.algorithm, self.learner, self.replay = context.algorithm, context.learner, context.replay
         algorithm = self.algorithm
         self.unroll_length = cfg.unroll_length
         self.max_policy_lag = async_cfg.max_policy_lag
@@ -95,8 +95,8 @@ class AsyncPipeline(Pipeline):
             self.stop()
             self.queues = self._new_queues()
             self.coordinator = Coordinator(self.queues.close_all)
-            if self.buffer is not None:  # the env threads reset their environments: new episodes begin
-                self.buffer.mark_newest_rows_last()
+            if self.replay is not None:  # the env threads reset their environments: new episodes begin
+                self.replay.mark_newest_rows_last()
                 self.first_row_stored.assign(tf.zeros_like(self.first_row_stored))
         for actor in self.actors:
             self.coordinator.start(f"actor thread {actor.index}", self._runner(actor), actor.describe)
@@ -197,8 +197,8 @@ class AsyncPipeline(Pipeline):
         """Its environment was recreated mid-unroll: nothing was stored or trained from it; cut the thread's
         stored episodes so that no replayed transition joins rows from before the crash to rows after it."""
         self.dropped_unrolls += 1
-        if self.buffer is not None and bool(self.first_row_stored[thread]):
-            self.buffer.mark_newest_rows_last(unroll.experience.env_id[0])
+        if self.replay is not None and bool(self.first_row_stored[thread]):
+            self.replay.mark_newest_rows_last(unroll.experience.env_id[0])
             self.first_row_stored.scatter_nd_update([[thread]], [False])  # its next unroll is stored whole
         return {}
 
@@ -225,7 +225,7 @@ class AsyncPipeline(Pipeline):
 
     def _sampleable(self) -> bool:
         """Whether replay could be sampled before this unroll; once true it stays true (rows only grow)."""
-        self._can_sample = self._can_sample or bool(self.buffer.can_sample())
+        self._can_sample = self._can_sample or bool(self.replay.can_sample())
         return self._can_sample
 
     def _receive_and_store(self, handle: Any) -> tuple:

@@ -39,13 +39,14 @@ import tensorflow as tf
 from rlengine.api import seeding
 from rlengine.collect import env_state
 from rlengine.errors import RLEngineError
-from rlengine.run.checkpoints.files import (
+from rlengine.run.checkpoints.files import (  # noqa: F401 (write_atomically: imported from here)
     FILE_NAME,
     MARKER,
     checkpoint_dir,
     complete_checkpoints,
     mark_complete,
     newest_sound_checkpoint,
+    write_atomically,
     write_tf_index,
 )
 from rlengine.run.checkpoints.restoring import CheckpointError, restore_newest  # noqa: F401 (CheckpointError: from here)
@@ -231,8 +232,8 @@ def checkpointed_objects(components: Any, with_replay: bool = True) -> dict:
                    skipped_updates=components.learner.skipped_updates)  # a summary that should continue
     if components.learner.reward_scale is not None:
         objects["reward_scale"] = components.learner.reward_scale
-    if components.buffer is not None and with_replay:
-        objects["replay"] = components.buffer
+    if components.replay is not None and with_replay:
+        objects["replay"] = components.replay
     return objects
 
 

@@ -39,14 +39,13 @@ import tensorflow as tf
 from rlengine.api import seeding
 from rlengine.collect import env_state
 from rlengine.errors import RLEngineError
-from rlengine.run.checkpoints.files import (  # noqa: F401 (write_atomically: imported from here)
+from rlengine.run.checkpoints.files import (
     FILE_NAME,
     MARKER,
     checkpoint_dir,
     complete_checkpoints,
     mark_complete,
     newest_sound_checkpoint,
-    write_atomically,
     write_tf_index,
 )
 from rlengine.run.checkpoints.restoring import CheckpointError, restore_newest  # noqa: F401 (CheckpointError: from here)

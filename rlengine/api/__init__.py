@@ -13,6 +13,7 @@ from rlengine.quiet_tensorflow import import_tensorflow
 #: Public name -> the module that defines it.
 WHERE = {name: f"rlengine.api.{module}" for name, module in {
     "Algorithm": "algorithm", "untracked": "algorithm", "Environment": "environment", "FrameStack": "environment",
+    "GraphEnvironment": "graph_environment",
     "ObservationTransformer": "transformer", "SummaryWriter": "writer", "Pipeline": "pipeline",
     "PipelineContext": "pipeline", "Iteration": "pipeline", "CollectorRecipe": "pipeline", "Command": "command",
     "Encoder": "network", "action_mask_of": "network", "without_action_mask": "network", "NoConfig": "noconfig",

@@ -60,6 +60,19 @@ def rlengine_register_environments(register: Register) -> None:
 
 
 @hookspec
+def rlengine_register_graph_environments(register: Register) -> None:
+    """Register graph environments: environments written as TensorFlow functions.
+
+    Called once when the plugin manager is built. ``register(env_id, cls)``
+    takes the environment id users train on (``train.env``, e.g.
+    ``"tf/CartPole-v1"``) and a subclass of :class:`rlengine.GraphEnvironment`.
+    A run whose ``train.env`` is a registered id steps that class inside its
+    graphs; the same id must not also be a registered environment provider.
+    The return value is ignored.
+    """
+
+
+@hookspec
 def rlengine_register_transformers(register: Register) -> None:
     """Register observation-transformer classes.
 

@@ -39,6 +39,8 @@ class Kind:
 KINDS = (
     Kind("algorithm", "algorithms", "rlengine.api.algorithm:Algorithm", True),
     Kind("environment", "environments", "rlengine.api.environment:Environment", True),
+    # TensorFlow environments, registered under the env ids they serve ("tf/CartPole-v1")
+    Kind("graph_environment", "graph_environments", "rlengine.api.graph_environment:GraphEnvironment", False),
     Kind("transformer", "transformers", "rlengine.api.transformer:ObservationTransformer", True),
     Kind("writer", "writers", "rlengine.api.writer:SummaryWriter", True),
     Kind("pipeline", "pipelines", "rlengine.api.pipeline:Pipeline", True),

@@ -80,3 +80,6 @@ class GraphEnvironment:
     def render(self, state: Nest) -> Any:
         """An RGB frame (H, W, 3) uint8 of the first copy, where supported."""
         raise NotImplementedError(f"{type(self).__name__} cannot render")
+
+    def close(self) -> None:
+        """Nothing to release by default: a graph environment holds no process or file."""

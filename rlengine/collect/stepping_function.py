@@ -15,7 +15,7 @@ That executor runs no low-level control flow (``Switch``/``Merge``), so the
 function is traced with it as well: TensorFlow then keeps ``tf.while_loop``
 and ``tf.cond`` as functional ops instead of lowering them::
 
-    self.run = SteppingFunction(self._run, env_caller)   # instead of tf.function(self._run, autograph=False)
+    self.run = SteppingFunction(self._run, stepper)   # instead of tf.function(self._run, autograph=False)
     experience, carry = self.run(carry)                  # op after op, none handed to the pool
 
 **Where an error began.** Inside an unlowered loop body a failing op's error
@@ -31,12 +31,13 @@ rerun happens once a stop is requested or the environment has failed, and an
 environment error during the rerun is put back as it was, so the first error
 is reported as it came.
 
-**Only loops that step an environment.** On this executor a ``tf.while_loop``
+**Only loops that step a Python environment.** On this executor a ``tf.while_loop``
 of only graph ops overflowed the thread's stack after about 2,000 iterations
 (TensorFlow 2.21: the process died of a segmentation fault), while loops
-whose body calls a ``numpy_function``, as every loop run here does, ran
-20,000 (``tests/collect/test_stepping_function.py``). The updates' loops
-run on the default executor.
+whose body calls a ``numpy_function`` ran 20,000
+(``tests/collect/test_stepping_function.py``). So a function that steps a graph
+environment (its stepper does not call Python), like the updates' loops, runs
+on the default executor.
 
 Only where the process has one device: a function spread over several
 (``train.actor_device`` elsewhere than the host, a GPU, logical devices) runs
@@ -55,8 +56,8 @@ import tensorflow as tf
 from tensorflow.python.eager import context as eager_context
 
 from rlengine.collect import stopping
-from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.fixed_signature import FixedSignatureFunction
+from rlengine.collect.stepper import Stepper
 
 EXECUTOR = "SINGLE_THREADED_EXECUTOR"
 #: what TensorFlow's errors on the default executor say and the single-threaded one's lose
@@ -72,18 +73,18 @@ class SteppingFunction:
 
     The executor choice is per Python thread, so it is made at every call, on
     the calling thread (the fault watch's worker thread calls from its own).
-    ``caller`` is the environment the function steps: an error it recorded is
-    the environment's, not the graph's, and is never rerun.
+    ``caller`` is the stepper of the environment the function steps: an error it
+    recorded is the environment's, not the graph's, and is never rerun.
     """
 
-    def __init__(self, fn: Callable, caller: EnvCaller):
+    def __init__(self, fn: Callable, caller: Stepper):
         self.fn = fn
         self.caller = caller
         self.call = FixedSignatureFunction(fn)
         self.function = self.call.function  # the tf.function itself, for tests and trace counts
 
     def __call__(self, *args: Any) -> Any:
-        if not one_device():
+        if not (self.caller.calls_python and one_device()):
             return self.call(*args)
         env_error = self.caller.error
         try:

@@ -40,7 +40,7 @@ KINDS = (
     Kind("algorithm", "algorithms", "rlengine.api.algorithm:Algorithm", True),
     Kind("environment", "environments", "rlengine.api.environment:Environment", True),
     # TensorFlow environments, registered under the env ids they serve ("tf/CartPole-v1")
-    Kind("graph_environment", "graph_environments", "rlengine.api.graph_environment:GraphEnvironment", False),
+    Kind("graph_environment", "graph_environments", "rlengine.api.graph_environment:GraphEnvironment", True),
     Kind("transformer", "transformers", "rlengine.api.transformer:ObservationTransformer", True),
     Kind("writer", "writers", "rlengine.api.writer:SummaryWriter", True),
     Kind("pipeline", "pipelines", "rlengine.api.pipeline:Pipeline", True),

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import attrs
 import tensorflow as tf
 
-from rlengine.api import Algorithm, Environment
+from rlengine.api import Algorithm, Environment, GraphEnvironment
 from rlengine.api.network import Encoders, encoders_in_scope
 from rlengine.api.pipeline import CollectorRecipe, Pipeline, PipelineContext
 from rlengine.api.placement import HOST, checked_device, on_device
@@ -83,22 +83,28 @@ class Components:
             raise errors[0]
 
 
-def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type[Environment]]:
-    """(section name, class) of the run's environment: by name, else the provider."""
-    envs = plugins.registries.environments
-    name = config.train.env if config.train.env in envs else config.train.env_provider
+def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type]:
+    """(section name, class) of the run's environment: a graph environment registered under ``train.env``,
+    else an environment registered by that name, else the provider."""
+    env, graph_envs, envs = config.train.env, plugins.registries.graph_environments, plugins.registries.environments
+    if env in graph_envs:
+        return env, graph_envs.get(env).obj
+    name = env if env in envs else config.train.env_provider
     return name, envs.get(name).obj
 
 
 def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: int,
-                     first_env_id: int = 0, evaluation: bool = False) -> Environment:
-    """The plugin's environment inside a :class:`GuardedEnvironment` (restarts, timeout, finite check).
+                     first_env_id: int = 0, evaluation: bool = False) -> Environment | GraphEnvironment:
+    """The plugin's environment inside a :class:`GuardedEnvironment` (restarts, timeout, finite check); a
+    graph environment as it is.
 
     Evaluation environments are never restarted: the evaluator's episode
     accounting does not survive a restart mid-evaluation.
     """
     name, cls = environment_class(config, plugins)
     cfg, section = config.train, config.section(name, cls.config_class)
+    if issubclass(cls, GraphEnvironment):  # pure functions: nothing to restart, time out or check from Python
+        return cls(env_id=cfg.env, num_envs=num_envs, seed=seed, first_env_id=first_env_id, config=section)
     if evaluation and attrs.has(type(section)) and "evaluation" in attrs.fields_dict(type(section)):
         section = attrs.evolve(section, evaluation=True)  # e.g. the raw game score, not clipped rewards
 
@@ -171,13 +177,13 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         with on_device(device):  # the algorithm's variables, optimizer slots and statistics: the learner's
             chain, algorithm = build_acting(config, plugins, raw_spec, env.action_spec())
             converters = Converters(reg.distributions)
-            check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, env.reset())
+            check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, first_time_step(env))
             names: dict = {"algorithm": cfg.algorithm, **dict(enumerate(cfg.transformers))}
             specs = prepare_specs(raw_spec, env.action_spec(), chain, algorithm, converters, names)
             algorithm.build()
             reward_scale = make_reward_scale(cfg, algorithm, specs)
         with on_device(HOST):  # large, and sampling moves only a minibatch to the learner
-            replay = make_replay_buffer(config, algorithm, specs, env.stacked_frames()) if algorithm.off_policy else None
+            replay = make_replay_buffer(config, algorithm, specs, stacked_frames(env)) if algorithm.off_policy else None
         learner = Learner(algorithm, specs, converters, replay, reward_scale, device, cfg.jit_compile)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, replay, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
@@ -196,6 +202,18 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             spec_env.close()
     return Components(eval_env, chain, algorithm, converters, specs, learner, evaluator, writer_objects,
                       pipeline, replay)
+
+
+def first_time_step(env: Environment | GraphEnvironment) -> Any:
+    """The time step ``env`` starts with (a graph environment's reset also returns its state)."""
+    if isinstance(env, GraphEnvironment):
+        return env.reset(tf.constant([env.seed % 2**31, 0], tf.int32))[1]
+    return env.reset()
+
+
+def stacked_frames(env: Environment | GraphEnvironment) -> Any:
+    """Which observation leaves are frame stacks (graph environments declare none)."""
+    return None if isinstance(env, GraphEnvironment) else env.stacked_frames()
 
 
 def make_reward_scale(cfg: Any, algorithm: Algorithm, specs: RunSpecs) -> Optional[RewardScale]:

@@ -3,13 +3,14 @@
 A ``tf.function`` call costs more than a CartPole step: calling one per step
 made evaluation close to half of a short run (the default run's; the loop is
 kept as ``benchmarks/eval_speed.py``'s reference). One evaluation is one call instead: a ``tf.while_loop``
-steps the environment through ``tf.numpy_function`` (as collection does),
+steps the environment through its stepper (as collection does: a Python environment through
+``tf.numpy_function``, a graph environment inside the graph),
 takes the greedy step and records what the score needs; NumPy sums the
 episodes from the records::
 
     while any copy has episodes to play:
         action = greedy(transformed observation)      # statistics not updated
-        time step = env.step(action)                  # Python, from inside the graph
+        env state, time step = env.step(env state, action)
         record its reward, whether it counts (live) and whether it ended an episode
 
 The loop carries only what decides when it ends (the episodes each copy
@@ -24,12 +25,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from rlengine.api import Algorithm, Environment
+from rlengine.api import Algorithm, Environment, GraphEnvironment
 from rlengine.api.data import StepType
 from rlengine.collect import stopping
-from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.faults import FaultWatch
 from rlengine.collect.policy_step import greedy
+from rlengine.collect.stepper import stepper_for
 from rlengine.collect.stepping_function import SteppingFunction
 from rlengine.collect.transformers import TransformerChain
 
@@ -46,7 +47,7 @@ class Evaluator:
     evaluation with the environment's own error.
     """
 
-    def __init__(self, env: Environment, chain: TransformerChain, algorithm: Algorithm, num_episodes: int):
+    def __init__(self, env: Environment | GraphEnvironment, chain: TransformerChain, algorithm: Algorithm, num_episodes: int):
         self.env = env
         self.chain = chain
         self.algorithm = algorithm
@@ -54,8 +55,8 @@ class Evaluator:
         copies = env.batch_size
         self.quota = np.array([num_episodes // copies + (i < num_episodes % copies) for i in range(copies)])
         # the stop check runs in the step's own Python call: free next to the step
-        self.caller = EnvCaller(env, env.time_step_spec(),
-                                before_call=lambda: stopping.raise_if_requested("evaluation"))
+        self.caller = stepper_for(env, env.time_step_spec(),
+                                  before_call=lambda: stopping.raise_if_requested("evaluation"))
         self.watch = FaultWatch(env)
         self.evaluate = SteppingFunction(self._evaluate, self.caller)
 
@@ -88,20 +89,20 @@ class Evaluator:
         quota = tf.constant(self.quota, tf.int64)
         reward_dtype = self.caller.spec.reward.dtype
 
-        def playing(t, raw, t_state, p_state, played, steps):
+        def playing(t, env_state, raw, t_state, p_state, played, steps):
             return tf.reduce_any(played < quota)
 
-        def step(t, raw, t_state, p_state, played, steps):
+        def step(t, env_state, raw, t_state, p_state, played, steps):
             action, t_state, p_state = greedy(self.chain, self.algorithm, raw, t_state, p_state, batch)
-            raw = self.caller.step(action)
+            env_state, raw = self.caller.step(env_state, action)
             live = (played < quota) & tf.not_equal(raw.step_type, StepType.FIRST)
             ended = live & tf.equal(raw.step_type, StepType.LAST)
             steps = [a.write(t, x) for a, x in zip(steps, (raw.reward, live, ended))]
-            return t + 1, raw, t_state, p_state, played + tf.cast(ended, tf.int64), steps
+            return t + 1, env_state, raw, t_state, p_state, played + tf.cast(ended, tf.int64), steps
 
         steps = [tf.TensorArray(dtype, size=0, dynamic_size=True, element_shape=[batch])
                  for dtype in (reward_dtype, tf.bool, tf.bool)]
-        start = (tf.constant(0), self.caller.reset(), self.chain.initial_state(batch),
+        start = (tf.constant(0), *self.caller.reset(), self.chain.initial_state(batch),
                  self.algorithm.initial_state(batch), tf.zeros([batch], tf.int64), steps)
         *_, steps = tf.while_loop(playing, step, start, parallel_iterations=1)
         return tuple(a.stack() for a in steps)

@@ -189,7 +189,8 @@ class MemoryWriter(SummaryWriter):
 
 
 class TestingPlugin:
-    """Registers ``counting``, ``faulty``, ``pixels``, ``pixels-dict``, ``masked``, ``toy``, ``toy-q`` and ``memory``."""
+    """Registers ``counting``, ``faulty``, ``pixels``, ``pixels-dict``, ``masked``, the graph environment
+    ``graph-counting``, ``toy``, ``toy-q`` and ``memory``."""
 
     __test__ = False  # not a pytest test class, despite its name
 
@@ -201,6 +202,10 @@ class TestingPlugin:
         register("pixels", PixelsEnv)
         register("pixels-dict", PixelsDictEnv)
         register("masked", MaskedEnv)
+
+    @hookimpl
+    def rlengine_register_graph_environments(self, register):
+        register("graph-counting", "rlengine.testing.graph_counting:GraphCountingEnv")  # it builds on this module
 
     @hookimpl
     def rlengine_register_algorithms(self, register):

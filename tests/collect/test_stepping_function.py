@@ -16,8 +16,9 @@ from rlengine.collect.stepping_function import LOCATED, SteppingFunction, one_de
 pytestmark = pytest.mark.skipif(not one_device(), reason="several devices: the default executor runs it")
 
 
-def caller():
-    return types.SimpleNamespace(error=None, env=types.SimpleNamespace(failure=None))  # what it reads of an EnvCaller
+def caller(calls_python: bool = True):
+    """What it reads of a stepper (rlengine.collect.stepper)."""
+    return types.SimpleNamespace(error=None, env=types.SimpleNamespace(failure=None), calls_python=calls_python)
 
 
 def looped(step, steps: int = 3):
@@ -60,6 +61,24 @@ def test_a_graph_error_in_the_loop_says_where_its_op_was_defined():
     assert "in gather_out_of_range" in str(raised.value).split(LOCATED, 1)[1]
     first = raised.value.__cause__  # the single-threaded executor's own error, which lost it
     assert isinstance(first, tf.errors.InvalidArgumentError) and LOCATED not in str(first)
+
+
+def test_a_loop_of_only_graph_ops_runs_on_the_default_executor():
+    """A graph environment's loop calls no Python: on the single-threaded executor 20,000 such iterations
+    overflowed the thread's stack, so the function takes the default executor for it."""
+    threads = []
+
+    def fn():
+        threads.append(eager_executor_type())  # read while tracing: the executor of the calling context
+        return tf.while_loop(lambda i: i < 20_000, lambda i: (i + 1,), (tf.constant(0),))[0]
+
+    assert int(SteppingFunction(fn, caller(calls_python=False))()) == 20_000
+    assert threads == [""]
+
+
+def eager_executor_type() -> str:
+    from tensorflow.python.eager import context
+    return context.context().function_call_options.executor_type or ""
 
 
 def test_an_environment_error_is_raised_as_it_came_and_not_rerun():

@@ -206,13 +206,15 @@ def test_distribution_registry_keeps_extra_arguments_and_checks_no_base():
 def test_registries_have_one_registry_per_kind():
     registries = Registries()
 
-    assert [k.name for k in KINDS] == ["algorithm", "environment", "transformer", "writer", "pipeline",
+    assert [k.name for k in KINDS] == ["algorithm", "environment", "graph_environment", "transformer", "writer",
+                                       "pipeline",
                                        "distribution", "command", "callback", "network",
                                        "preset"]
     assert [registries[k.name].kind for k in KINDS] == list(KINDS)
     assert registries.pipelines is registries["pipeline"] and registries.commands is registries["command"]
     assert registries.algorithms is registries["algorithm"]
     assert registries.environments is registries["environment"]
+    assert registries.graph_environments is registries["graph_environment"]
     assert registries.transformers is registries["transformer"]
     assert registries.writers is registries["writer"]
     assert registries.distributions is registries["distribution"]
@@ -240,7 +242,7 @@ def test_registered_by_reports_each_kind():
 
     assert plugins.registered_by("testing") == {
         "algorithms": ["toy", "toy-q"], "environments": ["counting", "faulty", "masked", "pixels", "pixels-dict"],
-        "transformers": [], "writers": ["memory"], "distributions": [], "pipelines": [], "commands": [], "callbacks": [],
+        "graph_environments": ["graph-counting"], "transformers": [], "writers": ["memory"], "distributions": [], "pipelines": [], "commands": [], "callbacks": [],
         "networks": [], "presets": [],
     }
     assert plugins.registered_by("nobody") == {k.plural: [] for k in KINDS}

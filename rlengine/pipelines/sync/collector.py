@@ -1,22 +1,22 @@
 """The synchronous collector: one batched environment unrolled with the rollout policy.
 
 One call of :meth:`Collector.run` is one ``tf.function`` call that steps the
-environment ``unroll_length`` times (the environment is reached through
-``tf.numpy_function``), so the Python-to-graph cost is paid once per unroll,
-not once per step.
+environment ``unroll_length`` times (a Python environment is reached through
+``tf.numpy_function``, a graph environment is part of the graph: :mod:`rlengine.collect.stepper`),
+so the Python-to-graph cost is paid once per unroll, not once per step.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from rlengine.api import Algorithm, Environment
+from rlengine.api import Algorithm, Environment, GraphEnvironment
 from rlengine.api.data import Experience, Nest, TimeStep
 from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
-from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.policy_step import act, observe
+from rlengine.collect.stepper import stepper_for
 from rlengine.collect.stepping_function import SteppingFunction
 from rlengine.collect.transformers import TransformerChain
 from rlengine.collect.unroll import Carry, unroll
@@ -25,9 +25,9 @@ from rlengine.collect.unroll import Carry, unroll
 class Collector:
     """Collects experience from one batched environment, one unroll per call."""
 
-    def __init__(self, env: Environment, chain: TransformerChain, algorithm: Algorithm,
+    def __init__(self, env: Environment | GraphEnvironment, chain: TransformerChain, algorithm: Algorithm,
                  specs: RunSpecs, converters: Converters, unroll_length: int, device: str = ""):
-        self.env = EnvCaller(env, specs.raw_time_step)
+        self.env = stepper_for(env, specs.raw_time_step)
         self.chain = chain
         self.algorithm = algorithm
         self.specs = specs
@@ -55,12 +55,12 @@ class Collector:
 
     def _start(self) -> Carry:
         """Reset the environment and act on the first steps."""
-        carry, _ = self._act(self.env.reset(), self.chain.initial_state(self.batch),
-                             self.algorithm.initial_state(self.batch))
-        return carry
+        env_state, raw = self.env.reset()
+        carry, _ = self._act(raw, self.chain.initial_state(self.batch), self.algorithm.initial_state(self.batch))
+        return carry._replace(env_state=env_state)
 
     def _run(self, carry: Carry) -> tuple[Experience, Carry]:
         """Step ``unroll_length`` times; returns ``[T + 1, B]`` rows and the next carry."""
-        experience, carry, _ = unroll(self.env.step, self._act, carry, (), self.specs, self.unroll_length,
+        experience, carry, _ = unroll(self.env, self._act, carry, (), self.specs, self.unroll_length,
                                       self.batch)
         return experience, carry

@@ -75,9 +75,11 @@ class SyncPipeline(Pipeline):
     def save_state(self) -> bytes:
         """The env's state and the carry, signed by this user (see :mod:`rlengine.collect.env_state`);
         b"" when the env cannot save its state or it is above ``train.max_env_state_bytes``."""
-        env_state = env_state_lib.bounded_state(self.context.envs[0], self.context.config.train.max_env_state_bytes)
-        if not env_state:  # its episodes restart on resume, so the carry would be of no use
-            return b""
+        env_state = b""  # a graph environment's state is part of the carry
+        if self.collector.env.calls_python:
+            env_state = env_state_lib.bounded_state(self.context.envs[0], self.context.config.train.max_env_state_bytes)
+            if not env_state:  # its episodes restart on resume, so the carry would be of no use
+                return b""
         arrays = [np.frombuffer(env_state, np.uint8), *[t.numpy() for t in tf.nest.flatten(self.carry)]]
         buffer = io.BytesIO()
         np.savez(buffer, *arrays)
@@ -87,12 +89,14 @@ class SyncPipeline(Pipeline):
         """Continue the saved episodes when this user wrote ``state`` and the env restores it; else restart."""
         arrays = _load_arrays(env_state_lib.trusted(state))  # unsigned or foreign: never unpickled
         batch, ctx = self.collector.batch, self.context
-        template = Carry(ctx.specs.experience, ctx.chain.initial_state(batch), ctx.algorithm.initial_state(batch))
+        template = Carry(ctx.specs.experience, ctx.chain.initial_state(batch), ctx.algorithm.initial_state(batch),
+                         self.collector.env.state_spec())
         if arrays and not _carry_fits(arrays[1:], template, batch):
             env_state_lib.refuse("its last collected row has another layout than this run's experience (the "
                                  "algorithm's rollout info, the policy state or the transformers changed since)")
             arrays = []
-        if not arrays or not env_state_lib.apply_trusted_state(ctx.envs[0], arrays[0].tobytes()):
+        if not arrays or (self.collector.env.calls_python
+                          and not env_state_lib.apply_trusted_state(ctx.envs[0], arrays[0].tobytes())):
             return super().resume(b"")
         self.carry = tf.nest.pack_sequence_as(template, [tf.constant(a) for a in arrays[1:]])
         return True
@@ -162,7 +166,10 @@ class OffPolicyPipeline(SyncPipeline):
         self.replay.add(kept_in_replay(self.carry.experience, self.algorithm))  # the first row; later: rows 1..T
 
     def _restarts(self) -> Any:
-        """How often the (fault-guarded) environment has been recreated, read when the graph runs."""
+        """How often the (fault-guarded) environment has been recreated, read when the graph runs (a graph
+        environment is never recreated, and reading it would cost a call into Python)."""
+        if not self.collector.env.calls_python:
+            return tf.constant(0, tf.int64)
         return tf.numpy_function(lambda: np.int64(getattr(self._env, "restarts", 0)), [], tf.int64, stateful=True)
 
     def _iterate_in_graph(self, carry: Carry, warming_up: Any, num_updates: Any) -> tuple:

@@ -37,9 +37,9 @@ from rlengine.api.data import Experience, Nest
 from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.distributions import Converters
-from rlengine.collect.env_caller import EnvCaller
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.policy_step import act, observe
+from rlengine.collect.stepper import stepper_for
 from rlengine.collect.transformers import TransformerChain
 from rlengine.collect.unroll import Carry, unroll
 from rlengine.pipelines.threaded.coordinator import Coordinator
@@ -70,7 +70,7 @@ class EnvThread:
     def __init__(self, index: int, env: Environment, chain: TransformerChain, algorithm: Algorithm,
                  specs: RunSpecs, queues: RunQueues, actor: int | None, policy: PolicyActor, unroll_length: int):
         self.index, self.env, self.chain, self.algorithm, self.specs = index, env, chain, algorithm, specs
-        self.caller = EnvCaller(env, specs.raw_time_step)
+        self.caller = stepper_for(env, specs.raw_time_step)
         self.batch = env.batch_size
         self.actor, self.policy = actor, policy
         # Kinds of queue (structure and shapes); the queues themselves come with each call, as handles.
@@ -130,8 +130,10 @@ class EnvThread:
         return [self.batch]
 
     def _start(self, handles: tuple) -> tuple:
-        return self._act(self.caller.reset(), self.chain.initial_state(self.batch),
-                         self.algorithm.initial_state(self.batch), handles)
+        env_state, raw = self.caller.reset()
+        carry, version = self._act(raw, self.chain.initial_state(self.batch), self.algorithm.initial_state(self.batch),
+                                   handles)
+        return carry._replace(env_state=env_state), version
 
     def _unroll(self, carry: Carry, version: Any, restarts: Any, handles: tuple) -> tuple:
         """``unroll_length`` steps; puts ``[T + 1, B]`` rows on the learner queue.
@@ -143,7 +145,7 @@ class EnvThread:
         marked ``broken``.
         """
         experience, carry, last_version = unroll(
-            self.caller.step, lambda raw, t_state, p_state: self._act(raw, t_state, p_state, handles), carry, version,
+            self.caller, lambda raw, t_state, p_state: self._act(raw, t_state, p_state, handles), carry, version,
             self.specs,
             self.unroll_length, self.batch)
         with tf.control_dependencies(tf.nest.flatten(experience)):  # read it after the last step, not before

@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from rlengine.api import seeding
 from rlengine.collect import env_state
+from rlengine.collect.stepper import is_graph_environment
 from rlengine.errors import RLEngineError
 from rlengine.run.checkpoints.files import (
     FILE_NAME,
@@ -92,8 +93,9 @@ def _restore_global_random_state(data: bytes) -> None:
 
 
 def _environment_state(env: Any, limit: int) -> bytes:
-    """``env``'s state signed by this user; b"" (episodes restart) when it cannot be saved or is above ``limit``."""
-    return env_state.saved_state(env, limit)
+    """``env``'s state signed by this user; b"" (episodes restart) when it cannot be saved or is above ``limit``,
+    and for a graph environment, whose state lives in the graph's carry, not in the environment."""
+    return b"" if is_graph_environment(env) else env_state.saved_state(env, limit)
 
 
 # -- the root dir's config ------------------------------------------------------------

@@ -34,10 +34,10 @@ def test_a_graph_environment_trains_as_its_python_twin(tmp_path, algorithm, pipe
     python_result, python_rows = run("counting")
     graph_result, graph_rows = run("graph-counting")
     assert graph_result.env_steps == python_result.env_steps == 64
+    assert len(graph_result.eval_history) == len(python_result.eval_history) > 0
     if pipeline == "sync":  # the async pipeline's threads interleave differently from run to run
         assert _comparable(graph_rows) == _comparable(python_rows)
-    assert graph_result.eval_history and [r for _, _, r in graph_result.eval_history] == [
-        r for _, _, r in python_result.eval_history]
+        assert [r for _, _, r in graph_result.eval_history] == [r for _, _, r in python_result.eval_history]
 
 
 class Functions:
@@ -49,8 +49,9 @@ class Functions:
     @hookimpl
     def rlengine_iteration_end(self, run, iteration, metrics):
         if not self.functions:
-            internals = run.internals
-            self.functions = [internals.pipeline.collector.run.function, internals.evaluator.evaluate.function]
+            pipeline = run.internals.pipeline  # the whole iteration's function where it has one, else collection's
+            iteration = getattr(pipeline, "iterate_in_graph", None) or pipeline.collector.run
+            self.functions = [iteration.function, run.internals.evaluator.evaluate.function]
 
 
 def _op_types(function):
@@ -65,10 +66,11 @@ def _op_types(function):
     return ops
 
 
+@pytest.mark.parametrize("algorithm", ["toy", "toy-q"])
 @pytest.mark.parametrize("env, calls_python", [("graph-counting", False), ("counting", True)])
-def test_collection_and_evaluation_of_a_graph_environment_call_no_python(tmp_path, env, calls_python):
+def test_an_iteration_and_an_evaluation_of_a_graph_environment_call_no_python(tmp_path, env, calls_python, algorithm):
     functions = Functions()
-    _train(tiny_config(str(tmp_path), env=env, num_env_steps=16), functions)
+    _train(tiny_config(str(tmp_path), env=env, algorithm=algorithm, num_env_steps=16), functions)
     for function in functions.functions:
         assert bool(_op_types(function) & PYTHON_OPS) == calls_python, function
 

@@ -34,6 +34,7 @@ from rlengine.collect.faults import FaultWatch
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.unroll import Carry
 from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
+from rlengine.pipelines.sync.clock import GraphClock
 from rlengine.pipelines.sync.collector import Collector
 
 
@@ -55,6 +56,7 @@ class SyncPipeline(Pipeline):
                                    context.converters, train.unroll_length, actor_device(train))
         self.learner = context.learner
         self.faults = FaultWatch(self.collector.env.env)  # env timeout, restarts, dropped unrolls
+        self.clock = GraphClock(train.deterministic)
         self.carry: Any = None
 
     def start(self) -> None:
@@ -103,7 +105,31 @@ class SyncPipeline(Pipeline):
 
 
 class OnPolicyPipeline(SyncPipeline):
+    """One unroll, then every epoch of updates on it.
+
+    With a graph environment both are one graph call (collection, advantages, every epoch's
+    minibatches), so an iteration crosses into Python once, to hand back its summaries.
+    """
+
+    def __init__(self, context: PipelineContext, config: Any):
+        super().__init__(context, config)
+        self.iterate_in_graph = None if self.collector.env.calls_python else FixedSignatureFunction(
+            self._collect_and_train)
+
+    def _collect_and_train(self, carry: Carry) -> tuple:
+        """``(experience, carry, losses, the clock when the collection ended)`` of one iteration."""
+        experience, carry = self.collector._run(carry)
+        with tf.control_dependencies(tf.nest.flatten(experience)):
+            collected = self.clock.in_graph()
+        return experience, carry, self.learner._train(experience), collected
+
     def iterate(self, env_steps: int) -> Iteration:
+        if self.iterate_in_graph is not None:
+            t0 = self.clock.now()
+            (experience, self.carry, losses, collected), _ = self._collect(self.iterate_in_graph)
+            seconds, collect_seconds = self.clock.now() - t0, float(collected.numpy()) - t0
+            return Iteration(experience, losses, collect_seconds, seconds - collect_seconds,
+                             metrics=self.faults.metrics())
         t0 = time.perf_counter()
         (experience, self.carry), dropped = self._collect(self.collector.run)
         t1 = time.perf_counter()
@@ -173,7 +199,7 @@ class OffPolicyPipeline(SyncPipeline):
         return tf.numpy_function(lambda: np.int64(getattr(self._env, "restarts", 0)), [], tf.int64, stateful=True)
 
     def _iterate_in_graph(self, carry: Carry, warming_up: Any, num_updates: Any) -> tuple:
-        """``(experience, carry, losses, perf_counter() when the collection ended)`` of one iteration."""
+        """``(experience, carry, losses, the clock when the collection ended)`` of one iteration."""
         self.collector.random_actions.assign(warming_up)
         before = self._restarts()
         # the restart count is read before the unroll steps the env and after it, ordered explicitly: the
@@ -183,8 +209,7 @@ class OffPolicyPipeline(SyncPipeline):
         experience, carry = self.collector._run(carry)
         with tf.control_dependencies(tf.nest.flatten(experience)):
             kept = tf.equal(self._restarts(), before)
-            collected = tf.numpy_function(time.perf_counter, [], tf.float64, stateful=True)  # tf.timestamp
-            # would be refused by deterministic runs
+            collected = self.clock.in_graph()
 
         def store() -> Any:
             self.learner.store(experience)
@@ -197,10 +222,10 @@ class OffPolicyPipeline(SyncPipeline):
 
     def iterate(self, env_steps: int) -> Iteration:
         warming_up = env_steps < self.algorithm.initial_collect_steps
-        t0 = time.perf_counter()
+        t0 = self.clock.now()
         (experience, carry, losses, collected), dropped = self._collect(
             lambda c: self.iterate_in_graph(c, self.warming_up[warming_up], self.num_updates))
-        seconds, collect_seconds = time.perf_counter() - t0, float(collected.numpy()) - t0
+        seconds, collect_seconds = self.clock.now() - t0, float(collected.numpy()) - t0
         if dropped:  # nothing stored or trained; cut the stored episodes where the crash began, restart from FIRST
             self.replay.mark_newest_rows_last()
             self.start()

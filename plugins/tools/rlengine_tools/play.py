@@ -18,6 +18,7 @@ import tensorflow as tf
 from rlengine import RLEngineError
 from rlengine.api.data import StepType
 from rlengine.collect.policy_step import greedy
+from rlengine.collect.stepper import stepper_for
 
 RECORD_FORMATS = (".gif", ".mp4")
 
@@ -43,13 +44,13 @@ def check_record_path(path: Optional[str]) -> None:
         raise RLEngineError(f"cannot record to {path!r}: directory {parent!r} does not exist; create it first")
 
 
-def render_frame(env: Any, env_name: str) -> np.ndarray:
-    """An ``(H, W, 3)`` uint8 frame of the first copy, or a one-line error naming the environment.
+def render_frame(render: Callable[[], Any], env_name: str) -> np.ndarray:
+    """An ``(H, W, 3)`` uint8 frame of the first copy (``render()``), or a one-line error naming the environment.
 
     ``env_name`` names it for the user, e.g. ``'CartPole-v1' (GymEnvironment)``.
     """
     try:
-        frame = env.render()
+        frame = render()
     except NotImplementedError:
         raise RLEngineError(f"environment {env_name} cannot render frames; play it without --record") from None
     if frame is None:
@@ -72,16 +73,21 @@ def play_episodes(components: Any, num_episodes: int, env_name: str, record: boo
     env = components.eval_env
     batch = env.batch_size
     act = greedy_step(components.chain, components.algorithm, batch)
-    raw = env.reset()
+    stepper = stepper_for(env, env.time_step_spec())  # a Python or a graph environment alike
+    env_state, raw = stepper.reset()
     t_state, p_state = components.chain.initial_state(batch), components.algorithm.initial_state(batch)
-    frames = [render_frame(env, env_name)] if record else []
+
+    def render() -> Any:  # a graph environment renders from its state
+        return env.render() if stepper.calls_python else env.render(env_state)
+
+    frames = [render_frame(render, env_name)] if record else []
     episodes: list = []
     episode_return, length = 0.0, 0
     while len(episodes) < num_episodes:
         action, t_state, p_state = act(raw, t_state, p_state)
-        raw = env.step(tf.nest.map_structure(lambda a: a.numpy(), action))
+        env_state, raw = stepper.step(env_state, action)
         if record:
-            frames.append(render_frame(env, env_name))
+            frames.append(render_frame(render, env_name))
         if raw.step_type[0] == StepType.FIRST:  # the step after LAST only restarts the copy
             continue
         episode_return += float(raw.reward[0])

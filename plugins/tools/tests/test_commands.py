@@ -73,6 +73,25 @@ def test_play_record_of_an_env_that_cannot_render_names_it(toy_run, tmp_path):
     assert not (tmp_path / "out.gif").exists()
 
 
+@pytest.fixture(scope="module")
+def graph_run(tmp_path_factory):
+    """The same task on the testing kit's graph environment (``graph-counting``)."""
+    root = str(tmp_path_factory.mktemp("graph") / "run")
+    Engine(tiny_config(root, env="graph-counting", num_env_steps=64), **kit_plugins()).train()
+    return root
+
+
+def test_eval_play_and_export_take_a_graph_environment_run(graph_run, tmp_path):
+    metrics = open_run(graph_run, **kit_plugins()).evaluate(num_episodes=3)
+    assert metrics["eval/episodes"] == 3 and metrics["eval/average_length"] == EPISODE_LENGTH
+    episodes = play_run(graph_run, 2, **kit_plugins())
+    assert [e.length for e in episodes] == [EPISODE_LENGTH] * 2
+    with pytest.raises(RLEngineError, match=r"environment 'graph-counting' \(GraphCountingEnv\) cannot render"):
+        play_run(graph_run, 1, record=str(tmp_path / "out.gif"), **kit_plugins())
+    export_run(graph_run, str(tmp_path / "model"), **kit_plugins())
+    assert tf.saved_model.load(str(tmp_path / "model")) is not None
+
+
 def test_export_loads_in_process_and_matches_the_evaluator(toy_run, tmp_path):
     out = str(tmp_path / "model")
     info = export_run(toy_run, out, **kit_plugins())

@@ -34,6 +34,7 @@ from rlengine.collect.faults import FaultWatch
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.unroll import Carry
 from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
+from rlengine.learn.schedule import UpdateSchedule
 from rlengine.pipelines.sync.clock import GraphClock
 from rlengine.pipelines.sync.collector import Collector
 
@@ -43,7 +44,7 @@ class SyncPipeline(Pipeline):
 
     @classmethod
     def create(cls, context: PipelineContext, config: Any) -> Pipeline:
-        if context.algorithm.off_policy:
+        if UpdateSchedule(context.algorithm).from_replay:
             return OffPolicyPipeline(context, config)
         if context.config.train.replay_on_policy:
             return ReplayAllPipeline(context, config)
@@ -181,8 +182,8 @@ class OffPolicyPipeline(SyncPipeline):
     def __init__(self, context: PipelineContext, config: Any):
         super().__init__(context, config)
         self.replay, self.algorithm = context.replay, context.algorithm
-        steps = self.collector.unroll_length * self.collector.batch
-        self.num_updates = tf.constant(self.algorithm.num_updates_per_iteration or steps)  # 0: one per env step
+        self.schedule = UpdateSchedule(self.algorithm, self.replay)
+        self.num_updates = tf.constant(self.schedule.updates(self.collector.unroll_length * self.collector.batch))
         self.warming_up = {flag: tf.constant(flag) for flag in (False, True)}  # no new tensor per iteration
         self.iterate_in_graph = FixedSignatureFunction(self._iterate_in_graph)
         self._env = self.collector.env.env
@@ -221,13 +222,13 @@ class OffPolicyPipeline(SyncPipeline):
         return experience, carry, self.learner._train_from_replay(updates), collected
 
     def iterate(self, env_steps: int) -> Iteration:
-        warming_up = env_steps < self.algorithm.initial_collect_steps
+        warming_up = self.schedule.warming_up(env_steps)
         t0 = self.clock.now()
         (experience, carry, losses, collected), dropped = self._collect(
             lambda c: self.iterate_in_graph(c, self.warming_up[warming_up], self.num_updates))
         seconds, collect_seconds = self.clock.now() - t0, float(collected.numpy()) - t0
         if dropped:  # nothing stored or trained; cut the stored episodes where the crash began, restart from FIRST
-            self.replay.mark_newest_rows_last()
+            self.schedule.dropped()
             self.start()
         else:
             self.carry = carry

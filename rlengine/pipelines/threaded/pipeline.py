@@ -10,6 +10,9 @@ first::
     on-policy:   drop it if older than max_policy_lag versions, else train on it
     policy_version += 1                        # after every trained unroll
 
+The rules (warm-up, updates per unroll, policy lag, dropped unrolls) are those of
+:class:`~rlengine.learn.schedule.UpdateSchedule`, as in the sync and Ray pipelines.
+
 Off-policy, the dequeue, the store and the updates are one graph call: on
 two cores the eager ops between separate calls (the dequeue, an
 ``ensure_shape`` per leaf) cost more than the collection the threads save.
@@ -30,6 +33,7 @@ from rlengine.api.placement import actor_device
 from rlengine.collect.faults import EnvironmentFault, EnvironmentTimeout
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.errors import WorkerError
+from rlengine.learn.schedule import UpdateSchedule
 from rlengine.pipelines.threaded.config import AsyncConfig, thread_layout
 from rlengine.pipelines.threaded.coordinator import QUEUE_CLOSED, Coordinator
 from rlengine.pipelines.threaded.queues import RunQueues, Unroll
@@ -60,7 +64,7 @@ class AsyncPipeline(Pipeline):
         self.algorithm, self.learner, self.replay = context.algorithm, context.learner, context.replay
         algorithm = self.algorithm
         self.unroll_length = cfg.unroll_length
-        self.max_policy_lag = async_cfg.max_policy_lag
+        self.schedule = UpdateSchedule(algorithm, self.replay, max_policy_lag=async_cfg.max_policy_lag)
         num_actors = async_cfg.num_actor_threads
         served = [[i for i in range(len(envs)) if i % num_actors == a] for a in range(num_actors)]
         capacity = async_cfg.actor_queue_capacity or max((len(s) for s in served), default=1)
@@ -68,8 +72,7 @@ class AsyncPipeline(Pipeline):
                                              async_cfg.learner_queue_capacity)
         self.queues = self._new_queues()  # replaced at each start: closed queues cannot reopen
         self.coordinator = Coordinator(self.queues.close_all)
-        self.random_actions = tf.Variable(bool(algorithm.off_policy and algorithm.initial_collect_steps),
-                                          trainable=False, name="random_actions")
+        self.random_actions = tf.Variable(bool(self.schedule.warming_up(0)), trainable=False, name="random_actions")
         self.policy_version = tf.Variable(0, dtype=tf.int64, trainable=False, name="policy_version")
         policy = PolicyActor(algorithm, converters, specs, self.random_actions, self.policy_version,
                              actor_device(cfg))
@@ -83,7 +86,6 @@ class AsyncPipeline(Pipeline):
         # env threads whose first row is already stored (later unrolls repeat it as their row 0)
         self.first_row_stored = tf.Variable(tf.zeros([len(envs)], tf.bool), trainable=False, name="first_row_stored")
         self._collecting_at_random = bool(self.random_actions.numpy())
-        self._can_sample = False
         self.dropped_unrolls = 0  # their environment was recreated mid-unroll
         self.stale_unrolls = 0  # on-policy: older than max_policy_lag
         self.started = False
@@ -96,7 +98,7 @@ class AsyncPipeline(Pipeline):
             self.queues = self._new_queues()
             self.coordinator = Coordinator(self.queues.close_all)
             if self.replay is not None:  # the env threads reset their environments: new episodes begin
-                self.replay.mark_newest_rows_last()
+                self.schedule.dropped()
                 self.first_row_stored.assign(tf.zeros_like(self.first_row_stored))
         for actor in self.actors:
             self.coordinator.start(f"actor thread {actor.index}", self._runner(actor), actor.describe)
@@ -137,7 +139,7 @@ class AsyncPipeline(Pipeline):
     # -- one iteration -------------------------------------------------------------
     def iterate(self, env_steps: int) -> Iteration:
         t0 = time.perf_counter()
-        if self.algorithm.off_policy:  # stored and trained from replay inside the call
+        if self.schedule.from_replay:  # stored and trained from replay inside the call
             (unroll, lag, waited), losses = self._receive_off_policy(env_steps)
         else:
             (unroll, lag, waited), losses = self._call(self.receive), None
@@ -198,12 +200,12 @@ class AsyncPipeline(Pipeline):
         stored episodes so that no replayed transition joins rows from before the crash to rows after it."""
         self.dropped_unrolls += 1
         if self.replay is not None and bool(self.first_row_stored[thread]):
-            self.replay.mark_newest_rows_last(unroll.experience.env_id[0])
+            self.schedule.dropped(unroll.experience.env_id[0])
             self.first_row_stored.scatter_nd_update([[thread]], [False])  # its next unroll is stored whole
         return {}
 
     def _train_on_policy(self, unroll: Unroll, lag: int) -> dict:
-        if lag > self.max_policy_lag:  # collected by too old a policy: an on-policy update would be biased
+        if not self.schedule.fresh(lag):  # collected by too old a policy: an on-policy update would be biased
             self.stale_unrolls += 1
             return {}
         losses = self.learner.train(unroll.experience)
@@ -214,19 +216,14 @@ class AsyncPipeline(Pipeline):
     def _receive_off_policy(self, env_steps: int) -> tuple:
         """Store the next unroll and, after warm-up, train from replay: one graph call, since on two
         cores every eager op between calls (a dequeue, an ``ensure_shape`` per leaf) slowed the learner."""
-        warming_up = env_steps < self.algorithm.initial_collect_steps  # as the sync pipeline decides it
+        warming_up = self.schedule.warming_up(env_steps)
         if warming_up != self._collecting_at_random:
             self.random_actions.assign(warming_up)
             self._collecting_at_random = warming_up
-        if warming_up or not self._sampleable():
+        if warming_up or not self.schedule.replay_ready():  # whether replay could be sampled before this unroll
             return self._call(self.receive_and_store), {}
         received, trained, losses = self._call(self.receive_and_train)
         return received, losses if bool(trained) else {}
-
-    def _sampleable(self) -> bool:
-        """Whether replay could be sampled before this unroll; once true it stays true (rows only grow)."""
-        self._can_sample = self._can_sample or bool(self.replay.can_sample())
-        return self._can_sample
 
     def _receive_and_store(self, handle: Any) -> tuple:
         unroll, lag, waited = self._receive_unroll(handle)
@@ -237,13 +234,12 @@ class AsyncPipeline(Pipeline):
     def _receive_and_train(self, handle: Any) -> tuple:
         """Store, then ``num_updates_per_iteration`` updates (0: one per env step of the unroll)."""
         unroll, lag, waited = self._receive_and_store(handle)
-        num_updates = self.algorithm.num_updates_per_iteration or (
-            self.unroll_length * tf.shape(unroll.experience.step_type)[1])
+        num_updates = self.schedule.updates(self.unroll_length * tf.shape(unroll.experience.step_type)[1])
         structure = self.learner.train_from_replay.get_concrete_function(
             tf.TensorSpec([], tf.int32)).structured_outputs
 
         def train():
-            losses = self.learner.train_from_replay(tf.convert_to_tensor(num_updates, tf.int32))
+            losses = self.learner.train_from_replay(num_updates)
             with tf.control_dependencies(tf.nest.flatten(losses)):
                 bumped = self.policy_version.assign_add(1)
             with tf.control_dependencies([bumped]):

@@ -9,6 +9,8 @@ on what comes back (:mod:`rlengine_ray.fleet` keeps the runners going)::
     off-policy:  unroll = the next from any runner; store it in replay; after warm-up
                  num_updates_per_iteration updates (0: one per env step); version += 1; publish
 
+The rules (warm-up, updates per unroll, policy lag, dropped unrolls) are those of
+:class:`rlengine.learn.schedule.UpdateSchedule`, as in the sync and async pipelines.
 ``publish`` puts the weights (and the observation transformers' merged
 statistics) in Ray's object store once; runners fetch them with their next
 request. Checkpoints hold the learner's state as for the other pipelines;
@@ -27,6 +29,7 @@ import tensorflow as tf
 
 from rlengine import ActingWeights, ConfigError, Iteration, Pipeline, PipelineContext
 from rlengine.errors import WorkerError
+from rlengine.learn.schedule import UpdateSchedule
 from rlengine_ray.config import RayConfig, runner_layout
 
 
@@ -42,7 +45,8 @@ class RayPipeline(Pipeline):
 
     @classmethod
     def create(cls, context: PipelineContext, config: RayConfig) -> Pipeline:
-        return (OffPolicyRayPipeline if context.algorithm.off_policy else OnPolicyRayPipeline)(context, config)
+        off_policy = UpdateSchedule(context.algorithm).from_replay
+        return (OffPolicyRayPipeline if off_policy else OnPolicyRayPipeline)(context, config)
 
     def __init__(self, context: PipelineContext, config: RayConfig):
         super().__init__(context, config)
@@ -50,7 +54,8 @@ class RayPipeline(Pipeline):
             raise ConfigError("train.pipeline = 'ray' needs the run's collector recipe to build runners; "
                               "build the run with rlengine.Engine")
         train = context.config.train
-        self.layout = runner_layout(train, config, not context.algorithm.off_policy)
+        self.schedule = UpdateSchedule(context.algorithm, context.replay, max_policy_lag=config.max_policy_lag)
+        self.layout = runner_layout(train, config, not self.schedule.from_replay)
         self.learner, self.chain = context.learner, context.chain
         self.weights = ActingWeights(context.algorithm, context.chain)  # the variables found once, not per version
         self.connection: Any = None
@@ -160,7 +165,7 @@ class OnPolicyRayPipeline(RayPipeline):
         t0 = time.perf_counter()
         unrolls = self._round()
         t1 = time.perf_counter()
-        fresh = [u for u in unrolls if not u.dropped and self.version - u.version <= self.config.max_policy_lag]
+        fresh = [u for u in unrolls if not u.dropped and self.schedule.fresh(self.version - u.version)]
         self.dropped_unrolls += sum(u.dropped for u in unrolls)
         self.stale_unrolls += sum(not u.dropped for u in unrolls) - len(fresh)
         lags = [self.version - u.version for u in fresh]
@@ -195,10 +200,8 @@ class OnPolicyRayPipeline(RayPipeline):
 class OffPolicyRayPipeline(RayPipeline):
     def __init__(self, context: PipelineContext, config: RayConfig):
         super().__init__(context, config)
-        self.algorithm, self.replay = context.algorithm, context.replay
         self.first_row_stored = [False] * config.num_runners  # later unrolls of a runner repeat a stored row 0
         self.store = tf.function(self.learner.store, autograph=False)  # rows begin..T, one graph call
-        self.can_sample = False
 
     def start(self) -> None:
         self.first_row_stored = [False] * self.config.num_runners
@@ -208,11 +211,11 @@ class OffPolicyRayPipeline(RayPipeline):
         """Cut the runner's stored episodes: its next unroll begins new ones, stored from row 0."""
         if self.first_row_stored[r]:
             num_envs, first = self.layout[r]
-            self.replay.mark_newest_rows_last(tf.range(first, first + num_envs))
+            self.schedule.dropped(tf.range(first, first + num_envs))
             self.first_row_stored[r] = False
 
     def iterate(self, env_steps: int) -> Iteration:
-        warming_up = env_steps < self.algorithm.initial_collect_steps
+        warming_up = self.schedule.warming_up(env_steps)
         self.fleet.random_actions = warming_up  # requests sent from now on
         t0 = time.perf_counter()
         unroll = self._receive()
@@ -224,16 +227,11 @@ class OffPolicyRayPipeline(RayPipeline):
         else:
             self.store(experience, tf.constant(1 if self.first_row_stored[unroll.runner] else 0))
             self.first_row_stored[unroll.runner] = True
-            if not warming_up and self._sampleable():
-                steps = self._steps([unroll])
+            if not warming_up and self.schedule.replay_ready():
                 losses = self.learner.train_from_replay(
-                    tf.constant(self.algorithm.num_updates_per_iteration or steps, tf.int32))
+                    tf.constant(self.schedule.updates(self._steps([unroll])), tf.int32))
                 lags = [self.version - unroll.version]
                 self.version += 1
                 self._publish()
         return Iteration(experience, losses, t1 - t0, time.perf_counter() - t1,
                          self._steps([unroll]), self._metrics(lags), dropped=unroll.dropped)
-
-    def _sampleable(self) -> bool:
-        self.can_sample = self.can_sample or bool(self.replay.can_sample())
-        return self.can_sample

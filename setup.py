@@ -22,7 +22,7 @@ setup(
     entry_points={
         "console_scripts": ["rlengine=rlengine.cli:main"],
         # The core's own plugins (pipelines, commands, distributions) are registered by module name,
-        # through the same hooks, before any entry point of the `rlengine` group (rlengine/plugin/builtin.py).
+        # through the same hooks, before any entry point of the `rlengine` group (rlengine/plugin/core_plugins.py).
     },
     package_data={"rlengine.config": ["default.toml"]},
 )

@@ -29,7 +29,7 @@ _WHERE = {
     "RegistryError": "rlengine.errors",
     "RLEngineError": "rlengine.errors",
     "SpecMismatchError": "rlengine.errors",
-    "SquashedNormal": "rlengine.builtin.converters",
+    "SquashedNormal": "rlengine.builtin.tfp_distributions",
     "n_step_return": "rlengine.learn.returns",
     "Engine": "rlengine.run.engine",
     "TrainResult": "rlengine.run.trainer",

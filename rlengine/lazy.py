@@ -69,6 +69,7 @@ MOVED_MODULES = {
     "rlengine.learn.replay_frames": "rlengine.learn.replay.frames",
     "rlengine.learn.replay_checkpoint": "rlengine.learn.replay.checkpoint",
     "rlengine.learn.sumtree": "rlengine.learn.replay.sumtree",
+    "rlengine.collect.distributions": "rlengine.collect.converters",
 }
 
 

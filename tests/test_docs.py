@@ -431,7 +431,7 @@ def test_distribution_example_round_trips_through_the_core_converters(my_plugin)
     import tensorflow as tf
     import tensorflow_probability as tfp
 
-    from rlengine.collect.distributions import Converters
+    from rlengine.collect.converters import Converters
     from rlengine.plugin.manager import build_plugins
 
     plugins = build_plugins(load_entry_points=False, extra_plugins=[("my-plugin", my_plugin)])

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from rlengine.api.data import Nest, StepType, TimeStep, zeros_from_spec
 from rlengine.collect.policy_step import greedy
-from rlengine.errors import ConfigError, RLEngineError, telling_line
+from rlengine.errors import ConfigError, NotARunDirectory, RLEngineError, telling_line
 from rlengine.policy.saved import Policy, drawing_from
 from rlengine.run.build import build_acting, make_environment
 from rlengine.run.checkpoints.choice import LATEST, Choice, chosen_checkpoint, parse_choice
@@ -26,10 +26,6 @@ from rlengine.run.checkpoints.saved_specs import read_specs
 from rlengine.run.engine import Engine
 
 BACKENDS = ("auto", "tflite", "tensorflow")
-
-
-class NotARunDirectory(RLEngineError):
-    """The path given to :func:`load` is not a run directory."""
 
 
 def load(run_dir: str, checkpoint: Choice = LATEST, *, backend: str = "auto", seed: Optional[int] = None,

@@ -18,13 +18,9 @@ import tensorflow as tf
 
 from rlengine.api import seeding
 from rlengine.api.data import Nest, StepType, TimeStep
-from rlengine.errors import RLEngineError, SpecMismatchError, telling_line
+from rlengine.errors import LiteUnavailable, SpecMismatchError, telling_line
 from rlengine.policy.arrays import NestLayout
 from rlengine.policy.backends import LiteStep, TensorFlowStep, convert_to_lite, disagreement, probe_inputs, trace_step
-
-
-class LiteUnavailable(RLEngineError):
-    """``backend="tflite"`` was asked for, and the step cannot be converted (or disagrees with TensorFlow)."""
 
 
 @attrs.frozen(eq=False)  # arrays have no single truth value: states compare by identity

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine import RLEngineError
-from rlengine.api.data import StepType, TimeStep, zeros_from_spec
+from rlengine.api import StepType, TimeStep, zeros_from_spec
 from rlengine.collect.policy_step import greedy
 from rlengine_tools.export_dir import check_out_dir, remove_stale_staging, staging_dir, swap_in, write_marker
 

@@ -36,7 +36,8 @@ _WHERE = {
     "RemoteCollector": "rlengine.run.remote",
     "ActingWeights": "rlengine.run.remote",
 }
-_TENSORFLOW_FREE = {*_API_TENSORFLOW_FREE, "rlengine.config.schema", "rlengine.errors", "rlengine.files"}
+_TENSORFLOW_FREE = {*_API_TENSORFLOW_FREE, "rlengine.config.schema", "rlengine.errors", "rlengine.files",
+                    "rlengine.policy.load", "rlengine.policy.saved"}  # a cached policy loads without TensorFlow
 
 __getattr__, __dir__, __all__ = lazy_facade(
     globals(), _WHERE, modules={"random": "rlengine.api.seeding"},  # the run's checkpointed random generator

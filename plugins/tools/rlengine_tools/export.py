@@ -30,7 +30,6 @@ import tensorflow as tf
 from rlengine import RLEngineError
 from rlengine.api import StepType, TimeStep, zeros_from_spec
 from rlengine.collect.policy_step import greedy
-from rlengine.errors import telling_line
 from rlengine_tools.export_dir import check_out_dir, remove_stale_staging, staging_dir, swap_in, write_marker
 from rlengine_tools.export_lite import write_lite
 
@@ -221,13 +220,17 @@ def _lite_usage(out_dir: str, lite: dict) -> str:
     return LITE_USAGE.format(out_dir=out_dir, file=lite["file"], usage=usage)
 
 
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def add_lite(policy: ExportedPolicy, directory: str, info: dict) -> None:
     """The LiteRT model beside the SavedModel (:mod:`.export_lite`); a step it cannot hold is noted in
     signature.json and the README, and the SavedModel is exported all the same."""
     try:
         info["litert"] = write_lite(policy, directory)
     except Exception as exc:  # the converter raises many kinds; any means: no LiteRT model
-        info["litert"] = {"error": f"{type(exc).__name__}: {telling_line(str(exc))}"}
+        info["litert"] = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
 
 
 def save(policy: ExportedPolicy, out_dir: str, info: dict) -> None:
@@ -243,8 +246,7 @@ def save(policy: ExportedPolicy, out_dir: str, info: dict) -> None:
         write_marker(tmp, info)
         swap_in(tmp, out_dir)
     except (OSError, tf.errors.OpError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise RLEngineError(f"export to {out_dir!r} failed: {first}; choose a directory you can "
+        raise RLEngineError(f"export to {out_dir!r} failed: {first_line(exc)}; choose a directory you can "
                             "write to (nothing there was changed)") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already when the swap succeeded

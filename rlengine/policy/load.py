@@ -49,7 +49,8 @@ def load(run_dir: str, checkpoint: Choice = LATEST, *, backend: str = "auto", se
     prefix = chosen_checkpoint(run_dir, checkpoint)
     extra_plugins, disabled_plugins = list(extra_plugins), list(disabled_plugins)
     plugin_names = [*(f"+{name}" for name, _ in extra_plugins), *(f"-{name}" for name in disabled_plugins)]
-    key = cache_key(prefix, [config_path, os.path.join(run_dir, SPECS_FILE)], plugin_names)
+    key = None if backend == "tensorflow" else cache_key(prefix, [config_path, os.path.join(run_dir, SPECS_FILE)],
+                                                         plugin_names)
 
     def built(seed: Optional[int]) -> tuple[Any, int]:
         from rlengine.quiet_tensorflow import import_tensorflow
@@ -59,7 +60,7 @@ def load(run_dir: str, checkpoint: Choice = LATEST, *, backend: str = "auto", se
 
         return traced_steps(run_dir, config_path, prefix, seed, key, extra_plugins, disabled_plugins)
 
-    cached = read_cache(cache_path(prefix), key) if key and backend != "tensorflow" else None
+    cached = read_cache(cache_path(prefix), key) if key else None
     if cached is not None:
         run_seed = cached["description"]["seed"] if seed is None else seed
         return Policy(CachedSteps(cached, lambda: built(run_seed)[0]), prefix, run_seed)

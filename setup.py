@@ -14,6 +14,9 @@ setup(
         "attrs>=23.1",
         "tomli>=2.0; python_version<'3.11'",
         "tomli-w>=1.0",
+        # runs rlengine.load's converted policy (21.8 MB wheel, no TensorFlow needed to run it); none is
+        # built for Intel macOS, where TensorFlow's own tf.lite interpreter runs it instead
+        "ai-edge-litert>=2.3,<3; platform_system != 'Darwin' or platform_machine == 'arm64'",
     ],
     extras_require={
         "test": ["pytest>=8", "gymnasium>=1.0,<2"],
@@ -22,7 +25,7 @@ setup(
     entry_points={
         "console_scripts": ["rlengine=rlengine.cli:main"],
         # The core's own plugins (pipelines, commands, distributions) are registered by module name,
-        # through the same hooks, before any entry point of the `rlengine` group (rlengine/plugin/builtin.py).
+        # through the same hooks, before any entry point of the `rlengine` group (rlengine/plugin/core_plugins.py).
     },
     package_data={"rlengine.config": ["default.toml"]},
 )

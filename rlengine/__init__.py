@@ -12,24 +12,21 @@ from __future__ import annotations
 
 from rlengine.api import TENSORFLOW_FREE as _API_TENSORFLOW_FREE
 from rlengine.api import WHERE as _API_WHERE
+from rlengine.errors import __all__ as _ERRORS
 from rlengine.lazy import install_moved_modules, lazy_facade
 from rlengine.plugin.markers import API_VERSION as API_VERSION
 from rlengine.plugin.markers import CORE_VERSION as __version__  # noqa: F401  (in __all__)
 from rlengine.plugin.markers import hookimpl as hookimpl
 from rlengine.quiet_tensorflow import import_tensorflow
 
-#: Public name -> the module that defines it: the names of rlengine.api, and these.
+#: Public name -> the module that defines it: the names of rlengine.api and rlengine.errors, and these.
 _WHERE = {
     **_API_WHERE,
+    **dict.fromkeys(_ERRORS, "rlengine.errors"),
     "RunConfig": "rlengine.config.schema",
     "TrainConfig": "rlengine.config.schema",
     "write_atomically": "rlengine.files",
-    "ConfigError": "rlengine.errors",
-    "PluginError": "rlengine.errors",
-    "RegistryError": "rlengine.errors",
-    "RLEngineError": "rlengine.errors",
-    "SpecMismatchError": "rlengine.errors",
-    "SquashedNormal": "rlengine.builtin.converters",
+    "SquashedNormal": "rlengine.builtin.tfp_distributions",
     "n_step_return": "rlengine.learn.returns",
     "Engine": "rlengine.run.engine",
     "TrainResult": "rlengine.run.trainer",
@@ -39,7 +36,8 @@ _WHERE = {
     "RemoteCollector": "rlengine.run.remote",
     "ActingWeights": "rlengine.run.remote",
 }
-_TENSORFLOW_FREE = {*_API_TENSORFLOW_FREE, "rlengine.config.schema", "rlengine.errors", "rlengine.files"}
+_TENSORFLOW_FREE = {*_API_TENSORFLOW_FREE, "rlengine.config.schema", "rlengine.errors", "rlengine.files",
+                    "rlengine.policy.load", "rlengine.policy.saved"}  # a cached policy loads without TensorFlow
 
 __getattr__, __dir__, __all__ = lazy_facade(
     globals(), _WHERE, modules={"random": "rlengine.api.seeding"},  # the run's checkpointed random generator

@@ -1,9 +1,20 @@
-"""Errors meant for users: each renders as one line naming the culprit and the fix."""
+"""Errors meant for users: each renders as one line naming the culprit and the fix.
+
+Every error class a user or a plugin catches is defined here (``__all__``, also exported by the
+facade ``rlengine``), with :func:`one_line`, which plugins use to report any exception in one line.
+The other helpers below make the core's messages.
+"""
 
 from __future__ import annotations
 
 import difflib
 from typing import Any, Iterable
+
+__all__ = ["RLEngineError", "ConfigError", "PluginError", "RegistryError", "SpecMismatchError", "NonFiniteError",
+           "TrainingInterrupted", "WorkerError", "StopRequested", "EnvironmentFault", "EnvironmentOutputMismatch",
+           "NonFiniteObservation", "EnvironmentTimeout", "StateKeyError", "NotARunDirectory", "RunDirBusy",
+           "CheckpointError", "CheckpointChoiceError", "DamagedCheckpointError", "CheckpointMismatchError",
+           "DamagedSpecs", "LiteUnavailable", "one_line"]
 
 
 class RLEngineError(Exception):
@@ -62,6 +73,67 @@ class WorkerError(RLEngineError):
         return err
 
 
+class StopRequested(RLEngineError):
+    """A stop was requested while a long call (an evaluation) ran, so the call was given up."""
+
+
+# -- environments -------------------------------------------------------------------------------
+class EnvironmentFault(RLEngineError):
+    """An environment failed beyond what restarts may repair."""
+
+
+class EnvironmentOutputMismatch(EnvironmentFault, SpecMismatchError):
+    """An environment returned arrays its ``time_step_spec()`` does not describe."""
+
+
+class NonFiniteObservation(EnvironmentFault):
+    """An environment returned NaN or infinity."""
+
+
+class EnvironmentTimeout(EnvironmentFault):
+    """An environment did not answer ``step`` or ``reset`` in time."""
+
+
+class StateKeyError(RLEngineError):
+    """The per-user key that signs saved environment state cannot be read or created."""
+
+
+# -- the run directory, its checkpoints and its saved policy ------------------------------------
+class NotARunDirectory(RLEngineError):
+    """A directory given as a run directory is not one rlengine wrote: a file, a directory of other
+    files (to train into), or one without a run's config (to load from)."""
+
+
+class RunDirBusy(RLEngineError):
+    """Another process is training into the run directory."""
+
+
+class CheckpointError(RLEngineError):
+    """No checkpoint of a run directory gives what was asked."""
+
+
+class CheckpointChoiceError(CheckpointError):
+    """The checkpoint asked for does not exist or is not a choice."""
+
+
+class DamagedCheckpointError(CheckpointChoiceError):
+    """A checkpoint's files do not match its marker or cannot be read: the one asked for, or (when a run
+    resumes) every checkpoint of the run directory."""
+
+
+class CheckpointMismatchError(CheckpointError):
+    """An intact checkpoint was written by a run with another algorithm or network shape."""
+
+
+class DamagedSpecs(RLEngineError):
+    """``specs.json`` exists but cannot be read back."""
+
+
+class LiteUnavailable(RLEngineError):
+    """``backend="tflite"`` was asked for, and the step cannot be converted (or disagrees with TensorFlow)."""
+
+
+# -- the lines ----------------------------------------------------------------------------------
 def telling_line(message: str) -> str:
     """The line of an error message that says what went wrong.
 

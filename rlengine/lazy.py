@@ -24,6 +24,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from types import ModuleType
 from typing import Any, NamedTuple
 
+#: What plugins may use; the moved-module table and its finder are the core's.
+__all__ = ["LazyFacade", "lazy_facade"]
+
 
 class LazyFacade(NamedTuple):
     """What a facade module assigns: ``__getattr__, __dir__, __all__ = lazy_facade(...)``."""
@@ -69,6 +72,7 @@ MOVED_MODULES = {
     "rlengine.learn.replay_frames": "rlengine.learn.replay.frames",
     "rlengine.learn.replay_checkpoint": "rlengine.learn.replay.checkpoint",
     "rlengine.learn.sumtree": "rlengine.learn.replay.sumtree",
+    "rlengine.collect.distributions": "rlengine.collect.converters",
 }
 
 

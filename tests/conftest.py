@@ -2,6 +2,7 @@ import pytest
 
 from rlengine.plugin.manager import build_plugins
 from rlengine.testing import HookRecorder, testing_plugin
+from tests import first_party
 
 
 @pytest.fixture(autouse=True)
@@ -22,14 +23,9 @@ def plugins():
     return build_plugins(load_entry_points=False, extra_plugins=[("testing", testing_plugin())])
 
 
-FIRST_PARTY = ("rlengine_gym", "rlengine_algorithms", "rlengine_transformers", "rlengine_writers")
-
-
 def pytest_collection_modifyitems(config, items):
     """Skip ``first_party`` tests where the first-party plugins are not installed (tox's core env)."""
-    import importlib.util
-
-    missing = [m for m in FIRST_PARTY if importlib.util.find_spec(m) is None]
+    missing = sorted({p.package for p in first_party.PACKAGES} - {p.package for p in first_party.installed()})
     if not missing:
         return
     skip = pytest.mark.skip(reason=f"needs the first-party plugins; missing {', '.join(missing)}")

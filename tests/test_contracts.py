@@ -18,7 +18,7 @@ import tensorflow_probability as tfp
 from devtools.docgen import HOOKS_PAGE, hook_signature
 from rlengine import ObservationTransformer, SummaryWriter, hookimpl
 from rlengine.api.specs import RunSpecs
-from rlengine.collect.distributions import Converters
+from rlengine.collect.converters import Converters
 from rlengine.errors import ConfigError
 from rlengine.plugin import hookspecs
 from rlengine.plugin.manager import build_plugins

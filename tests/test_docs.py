@@ -20,6 +20,7 @@ from devtools.docgen_config import (
     undocumented_fields,
 )
 from rlengine.plugin import hookspecs
+from tests.api.surface import core_references, kit_modules, private_reference, public_names
 
 REGENERATE = "run python -m devtools.docgen"
 MKDOCS_YML = os.path.join(os.path.dirname(DOCS_DIR), "mkdocs.yml")
@@ -141,12 +142,8 @@ PLUGIN_PAGE_FILES = {"setup.py", "tests/test_my_plugin.py",
 #: The other Python examples, each run by the test named here.
 OTHER_EXAMPLES = {"quickstart.md": ["test_quickstart_python_example_runs"],
                   "predict.md": ["test_predict_page_example_runs[0]", "test_predict_page_example_runs[1]"]}
-#: Modules of the core an example may import: the facade and the kits.
-PUBLIC_MODULES = ("rlengine", "rlengine.collect", "rlengine.learn", "rlengine.testing")
-KITS = {m.split(".")[1] for m in PUBLIC_MODULES if "." in m}
-#: Private imports the docs still need because no public module offers the name (none left: rlengine
-#: exports TensorFlow's BoundedTensorSpec). Each stops being allowed once rlengine exports the name.
-STILL_PRIVATE: set = set()
+#: What of the core an example may import: the public surface, as tests/api/test_public_api.py holds it.
+PUBLIC_NAMES, PUBLIC_KIT_MODULES = public_names(), kit_modules()
 
 
 def python_blocks(page: str) -> list[str]:
@@ -180,45 +177,19 @@ def test_every_python_example_of_the_docs_is_run_by_a_test():
     assert tests <= set(globals()), f"OTHER_EXAMPLES names a test that does not exist: {tests - set(globals())}"
 
 
-def _core_references(tree: ast.AST) -> list[tuple[int, str]]:
-    """``(line, what)`` of every import and every ``rlengine.X`` attribute an example uses."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found += [(node.lineno, f"{node.module}:{alias.name}") for alias in node.names]
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "rlengine":
-            found.append((node.lineno, f"rlengine:{node.attr}"))
-    return found
-
-
-def _private(reference: str) -> bool:
-    module, _, name = reference.partition(":")
-    if (module, name) in STILL_PRIVATE:
-        return name in rlengine.__all__
+def _private(module: str, name: str) -> bool:
     if module.split(".")[0] == "tensorflow":
         return module.startswith("tensorflow.python")
-    if module.split(".")[0] != "rlengine":
-        return False
-    if module == "rlengine":
-        return bool(name) and name not in rlengine.__all__ and name not in KITS
-    return not any(module == p or module.startswith(p + ".") for p in PUBLIC_MODULES[1:])
+    return private_reference(module, name, PUBLIC_NAMES, PUBLIC_KIT_MODULES)
 
 
 def test_the_docs_examples_use_only_the_public_api():
     private = []
     for page in example_pages():
         for block in python_blocks(page):
-            private += [f"docs/{page}: {ref} ({block.splitlines()[0]}, line {line})"
-                        for line, ref in _core_references(ast.parse(block)) if _private(ref)]
+            private += [f"docs/{page}: {module}:{name} ({block.splitlines()[0]}, line {line})"
+                        for line, module, name in core_references(ast.parse(block)) if _private(module, name)]
     assert not private, "docs examples must use the public API only:\n" + "\n".join(private)
-
-
-def test_the_rules_of_the_plugins_page_list_exactly_the_public_names():
-    page = _read(os.path.join(DOCS_DIR, "plugins.md"))
-    first_paragraph = page.split("## Rules\n\n", 1)[1].split("\n\n", 1)[0]
-    assert set(re.findall(r"`(\w+)`", first_paragraph)) - {"rlengine", "__all__"} == set(rlengine.__all__)
 
 
 # -- the example package of docs/plugins.md -----------------------------------------------------
@@ -431,7 +402,7 @@ def test_distribution_example_round_trips_through_the_core_converters(my_plugin)
     import tensorflow as tf
     import tensorflow_probability as tfp
 
-    from rlengine.collect.distributions import Converters
+    from rlengine.collect.converters import Converters
     from rlengine.plugin.manager import build_plugins
 
     plugins = build_plugins(load_entry_points=False, extra_plugins=[("my-plugin", my_plugin)])

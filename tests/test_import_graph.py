@@ -9,14 +9,11 @@ does not (it never runs).
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (pip install import-linter)")
+from tests import first_party
 
-FIRST_PARTY = ("rlengine_gym", "rlengine_algorithms", "rlengine_transformers", "rlengine_writers",
-               "rlengine_reinforce", "rlengine_tools", "rlengine_optuna", "rlengine_ray")
+grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (pip install import-linter)")
 
 
 def strongly_connected_components(graph) -> list[list[str]]:
@@ -76,8 +73,8 @@ def describe_cycle(graph, component: list[str]) -> str:
 
 
 def build_graph():
-    installed = [p for p in FIRST_PARTY if importlib.util.find_spec(p) is not None]
-    return grimp.build_graph("rlengine", *installed, exclude_type_checking_imports=True, cache_dir=None)
+    packages = [p.package for p in first_party.installed()]
+    return grimp.build_graph("rlengine", *packages, exclude_type_checking_imports=True, cache_dir=None)
 
 
 def test_the_import_graph_has_no_cycle():

@@ -54,7 +54,7 @@ class Experience(NamedTuple):
     """One collected row: the time step, the action taken and the rollout info.
 
     ``rollout_info`` holds action distributions as parameter nests (see
-    :mod:`rlengine.collect.distributions`), so experience fits in tensor arrays, queues
+    :mod:`rlengine.collect.converters`), so experience fits in tensor arrays, queues
     and replay buffers. ``state`` is the policy state the action was computed
     from (``()`` when the algorithm is stateless).
     """

@@ -1,2 +1,2 @@
-"""The core's built-in plugins (listed in :mod:`rlengine.plugin.builtin`): the ``sync`` and
+"""The core's built-in plugins (listed in :mod:`rlengine.plugin.core_plugins`): the ``sync`` and
 ``async`` pipelines, the ``train`` and ``plugins`` commands, the distribution converters."""

@@ -1,5 +1,6 @@
-"""The built-in distribution converters, registered like any plugin's (lazily: the converters
-module imports TensorFlow Probability, which listing plugins must not)."""
+"""The built-in distributions' converters, registered like any plugin's (lazily: they are defined in
+:mod:`rlengine.builtin.tfp_distributions`, which imports TensorFlow Probability, which listing plugins
+must not)."""
 
 from __future__ import annotations
 
@@ -14,4 +15,4 @@ NAMES = ("categorical", "normal", "independent_normal", "mvn_diag", "squashed_no
 @hookimpl
 def rlengine_register_distributions(register):
     for name in NAMES:  # each resolves to its (class, to_params, from_params)
-        register(name, f"rlengine.builtin.converters:CONVERTERS.{name}")
+        register(name, f"rlengine.builtin.tfp_distributions:CONVERTERS.{name}")

@@ -15,19 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine.api.data import TimeStep
-from rlengine.errors import RLEngineError, SpecMismatchError
-
-
-class EnvironmentFault(RLEngineError):
-    """An environment failed beyond what restarts may repair."""
-
-
-class EnvironmentOutputMismatch(EnvironmentFault, SpecMismatchError):
-    """An environment returned arrays its ``time_step_spec()`` does not describe."""
-
-
-class NonFiniteObservation(EnvironmentFault):
-    """An environment returned NaN or infinity."""
+from rlengine.errors import EnvironmentOutputMismatch, NonFiniteObservation
 
 
 def leaf_paths(nest: Any, prefix: str) -> list[str]:

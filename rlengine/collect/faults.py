@@ -43,24 +43,15 @@ import tensorflow as tf
 from rlengine.api import Environment
 from rlengine.api.data import TimeStep
 from rlengine.collect import stopping
-from rlengine.collect.env_checks import (  # noqa: F401  (EnvironmentOutputMismatch is re-exported)
-    EnvironmentFault,
-    EnvironmentOutputMismatch,
-    NonFiniteObservation,
-    TimeStepCheck,
-)
+from rlengine.collect.env_checks import TimeStepCheck
 from rlengine.collect.watch_thread import WatchThread
-from rlengine.errors import RLEngineError, telling_line
+from rlengine.errors import EnvironmentFault, EnvironmentTimeout, RLEngineError, telling_line
 
 #: Seed added per restart: the new copies do not replay the episodes of the old ones,
 #: and stay clear of other copies' seeds (``seed + env_id``) and of evaluation seeds.
 RESTART_SEED_STRIDE = 104_729
 #: How long ``close`` waits for a step still running on another thread before closing anyway.
 CLOSE_WAIT_SECONDS = 5.0
-
-
-class EnvironmentTimeout(EnvironmentFault):
-    """An environment did not answer ``step`` or ``reset`` in time."""
 
 
 class GuardedEnvironment(Environment):

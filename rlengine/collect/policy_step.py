@@ -16,7 +16,7 @@ from rlengine.api import Algorithm, seeding
 from rlengine.api.data import Nest, PolicyStep, StepType, TimeStep
 from rlengine.api.network import action_mask_of
 from rlengine.api.specs import RunSpecs
-from rlengine.collect.distributions import Converters
+from rlengine.collect.converters import Converters
 from rlengine.collect.transformers import TransformerChain
 from rlengine.errors import SpecMismatchError
 

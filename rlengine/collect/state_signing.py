@@ -20,7 +20,7 @@ import os
 import secrets
 from typing import Optional
 
-from rlengine.errors import RLEngineError
+from rlengine.errors import StateKeyError
 from rlengine.files import write_atomically
 
 KEY_FILE_VARIABLE = "RLENGINE_STATE_KEY_FILE"
@@ -31,10 +31,6 @@ _DOMAIN = b"rlengine state blob\0"  # what the key signs, so its MACs mean nothi
 #: Why a blob was not verified (the reason shown in the warning).
 UNSIGNED = "unsigned"
 FOREIGN = "signed with another key"
-
-
-class StateKeyError(RLEngineError):
-    """The per-user state key cannot be read or created."""
 
 
 def key_path() -> str:

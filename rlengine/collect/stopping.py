@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Optional
 
-from rlengine.errors import RLEngineError
+from rlengine.errors import StopRequested
 
 #: How long one environment call may hold up a requested stop before it is abandoned. Long enough for
 #: any step that is merely slow to end, short enough that Ctrl-C still feels like it works.
@@ -22,10 +22,6 @@ GRACE_SECONDS = 2.0
 
 _signal: Optional[int] = None  # the first stop signal received, or None
 _since: Optional[float] = None  # perf_counter() time it arrived
-
-
-class StopRequested(RLEngineError):
-    """A stop was requested while a long call (an evaluation) ran, so the call was given up."""
 
 
 def request(signal_number: int) -> None:

@@ -49,6 +49,9 @@ class Train(Command):
 
             overrides = train_overrides(args, skip=seeds.PER_SEED_FLAGS)
             return train_seeds(seeds.with_preset(args, overrides), overrides)
+        from rlengine.quiet_tensorflow import import_tensorflow
+
+        import_tensorflow()  # before the run's modules import it (rlengine.run does not)
         from rlengine.run.engine import Engine
 
         engine = Engine(args.config, train_overrides(args), plugins=getattr(args, "plugins", None),

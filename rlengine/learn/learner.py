@@ -45,7 +45,7 @@ from rlengine.api import Algorithm
 from rlengine.api.data import Experience, LossInfo, Nest
 from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
-from rlengine.collect.distributions import Converters, params_spec
+from rlengine.collect.converters import Converters, params_spec
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.policy_step import reset_where_first
 from rlengine.errors import NonFiniteError

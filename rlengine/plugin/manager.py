@@ -1,6 +1,6 @@
 """The plugin manager, built once per run (never at import time), and the :class:`Plugins` of a run.
 
-Order: hook specs, then the core's built-in plugins (:mod:`rlengine.plugin.builtin`,
+Order: hook specs, then the core's built-in plugins (:mod:`rlengine.plugin.core_plugins`,
 registered through the same hooks as any other), then every ``rlengine``
 entry point (minus disabled ones), then in-process plugins passed by the
 caller, then ``check_pending()``, then the registration hooks fill the
@@ -23,8 +23,8 @@ import pluggy
 
 from rlengine.errors import PluginError
 from rlengine.plugin import hookspecs
-from rlengine.plugin.builtin import BUILTIN_DISTRIBUTION, BUILTIN_PLUGINS, load_builtin
 from rlengine.plugin.calls import GuardedCaller, GuardedHooks, wrong_result_message
+from rlengine.plugin.core_plugins import BUILTIN_DISTRIBUTION, BUILTIN_PLUGINS, load_builtin
 from rlengine.plugin.loading import (
     ENTRY_POINT_GROUP,
     PluginFailure,

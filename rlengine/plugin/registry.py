@@ -44,7 +44,7 @@ KINDS = (
     Kind("transformer", "transformers", "rlengine.api.transformer:ObservationTransformer", True),
     Kind("writer", "writers", "rlengine.api.writer:SummaryWriter", True),
     Kind("pipeline", "pipelines", "rlengine.api.pipeline:Pipeline", True),
-    Kind("distribution", "distributions", None, False),  # checked by rlengine.collect.distributions
+    Kind("distribution", "distributions", None, False),  # checked by rlengine.collect.converters
     Kind("command", "commands", "rlengine.api.command:Command", False),
     # a class whose instances implement lifecycle hooks, made once per run: checked by rlengine.run.callbacks
     Kind("callback", "callbacks", None, True),

@@ -4,20 +4,63 @@ The flattener of a spec nest is built once, as closures (like the Gymnasium
 plugin's converters), so a single-leaf observation costs one ``np.asarray``
 and a shape check per call. Leaves come out in ``tf.nest.flatten`` order
 (dict keys sorted), the order the traced step takes them in.
+
+No TensorFlow: a spec leaf is anything with a ``shape`` and a ``dtype``, a
+``tf.TensorSpec`` or the :class:`Leaf` a cached policy reads back
+(:mod:`rlengine.policy.cache`), and nests are dicts, tuples and lists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
-import tensorflow as tf
 
-from rlengine.api.data import Nest
 from rlengine.errors import SpecMismatchError
 
 Flattener = Callable[[Any, list], None]
+Nest = Any
+
+
+class Leaf(NamedTuple):
+    """One array of a nest: its shape (None for an unknown dimension) and numpy dtype."""
+
+    shape: tuple
+    dtype: np.dtype
+
+
+def leaf_of(spec: Any) -> Leaf:
+    """The :class:`Leaf` of a ``tf.TensorSpec`` (or of a Leaf)."""
+    shape = spec.shape.as_list() if hasattr(spec.shape, "as_list") else spec.shape
+    return Leaf(tuple(shape), np.dtype(getattr(spec.dtype, "as_numpy_dtype", spec.dtype)))
+
+
+def is_leaf(spec: Any) -> bool:
+    return not isinstance(spec, (Mapping, tuple, list)) or isinstance(spec, Leaf)
+
+
+def flatten(nest: Nest) -> list:
+    """The leaves of ``nest`` in ``tf.nest.flatten`` order (dict keys sorted)."""
+    if is_leaf(nest):
+        return [nest]
+    items = [nest[key] for key in sorted(nest)] if isinstance(nest, Mapping) else nest
+    return [leaf for item in items for leaf in flatten(item)]
+
+
+def pack(structure: Nest, leaves: list) -> Nest:
+    """``leaves`` (in :func:`flatten` order) in the shape of ``structure``."""
+    values = iter(leaves)
+
+    def build(spec: Nest) -> Nest:
+        if is_leaf(spec):
+            return next(values)
+        if isinstance(spec, Mapping):
+            return {key: build(spec[key]) for key in sorted(spec)}
+        items = [build(item) for item in spec]
+        return type(spec)(*items) if hasattr(spec, "_fields") else type(spec)(items)
+
+    return build(structure)
 
 
 def _describe(value: Any) -> str:
@@ -30,6 +73,8 @@ def _describe(value: Any) -> str:
 
 def _flattener(spec: Nest, path: str) -> Flattener:
     """A function appending the leaves of a value shaped like ``spec`` to a list, in flatten order."""
+    if is_leaf(spec):
+        return lambda value, out: out.append(value)
     if isinstance(spec, Mapping):
         keys = sorted(spec)
         parts = [(key, _flattener(spec[key], f"{path}[{key!r}]")) for key in keys]
@@ -41,26 +86,24 @@ def _flattener(spec: Nest, path: str) -> Flattener:
                 flatten(value[key], out)
 
         return flatten_dict
-    if isinstance(spec, (tuple, list)):
-        items = [_flattener(sub, f"{path}[{i}]") for i, sub in enumerate(spec)]
+    items = [_flattener(sub, f"{path}[{i}]") for i, sub in enumerate(spec)]
 
-        def flatten_sequence(value: Any, out: list) -> None:
-            if not isinstance(value, (tuple, list)) or len(value) != len(items):
-                raise SpecMismatchError(f"{path} is {_describe(value)}: expected a tuple of {len(items)}")
-            for flatten, sub in zip(items, value):
-                flatten(sub, out)
+    def flatten_sequence(value: Any, out: list) -> None:
+        if not isinstance(value, (tuple, list)) or len(value) != len(items):
+            raise SpecMismatchError(f"{path} is {_describe(value)}: expected a tuple of {len(items)}")
+        for flatten_item, sub in zip(items, value):
+            flatten_item(sub, out)
 
-        return flatten_sequence
-    return lambda value, out: out.append(value)
+    return flatten_sequence
 
 
 def _paths(spec: Nest, path: str) -> list:
     """The name of every leaf of ``spec`` (``observation['position']``), in flatten order."""
+    if is_leaf(spec):
+        return [path]
     if isinstance(spec, Mapping):
         return [p for key in sorted(spec) for p in _paths(spec[key], f"{path}[{key!r}]")]
-    if isinstance(spec, (tuple, list)):
-        return [p for i, sub in enumerate(spec) for p in _paths(sub, f"{path}[{i}]")]
-    return [path]
+    return [p for i, sub in enumerate(spec) for p in _paths(sub, f"{path}[{i}]")]
 
 
 def _shape_text(shape: tuple) -> str:
@@ -73,11 +116,11 @@ class NestLayout:
 
     def __init__(self, spec: Nest, name: str):
         self.spec = spec
-        self.specs = tf.nest.flatten(spec)
+        self.specs = [leaf_of(s) for s in flatten(spec)]
         self.paths = _paths(spec, name)
-        self._flatten = None if len(self.specs) == 1 and not tf.nest.is_nested(spec) else _flattener(spec, name)
-        self._dtypes = [s.dtype.as_numpy_dtype for s in self.specs]
-        self._shapes = [tuple(s.shape.as_list()) for s in self.specs]
+        self._flatten = None if is_leaf(spec) else _flattener(spec, name)
+        self._dtypes = [s.dtype for s in self.specs]
+        self._shapes = [s.shape for s in self.specs]
         self._complete = [None not in shape for shape in self._shapes]
 
     def leaves(self, value: Any) -> list:
@@ -132,4 +175,4 @@ class NestLayout:
             arrays = [a[0] for a in arrays]
         if self._flatten is None:
             return arrays[0]
-        return tf.nest.pack_sequence_as(self.spec, arrays)
+        return pack(self.spec, arrays)

@@ -1,30 +1,26 @@
 """The policy :func:`rlengine.load` returns (:mod:`rlengine.policy.load`): numpy observations in, actions
-and the carried state out, on the traced TensorFlow step or its TensorFlow Lite conversion
-(:mod:`rlengine.policy.backends`)::
+and the carried state out::
 
     policy = rlengine.load("runs/ppo-CartPole-v1-20261201-120000")   # checkpoint="latest" | "best" | N
     action, state = policy.predict(observation)                     # one observation, or a batch of them
+
+No TensorFlow here: the steps come from :class:`~rlengine.policy.traced.TracedSteps` (the restored run,
+traced in TensorFlow and converted to a LiteRT model) or :class:`~rlengine.policy.cache.CachedSteps`
+(that model, cached beside the checkpoint, on LiteRT and NumPy alone).
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Optional
 
 import attrs
 import numpy as np
-import tensorflow as tf
 
-from rlengine.api import seeding
-from rlengine.api.data import Nest, StepType, TimeStep
-from rlengine.errors import RLEngineError, SpecMismatchError, telling_line
-from rlengine.policy.arrays import NestLayout
-from rlengine.policy.backends import LiteStep, TensorFlowStep, convert_to_lite, disagreement, probe_inputs, trace_step
+from rlengine.errors import SpecMismatchError
+from rlengine.policy.arrays import Nest, NestLayout
+from rlengine.policy.lite import uniform_noise
 
-
-class LiteUnavailable(RLEngineError):
-    """``backend="tflite"`` was asked for, and the step cannot be converted (or disagrees with TensorFlow)."""
+FIRST, MID = 0, 1  # rlengine.StepType's values, without importing TensorFlow
 
 
 @attrs.frozen(eq=False)  # arrays have no single truth value: states compare by identity
@@ -34,18 +30,6 @@ class PolicyState:
 
     flat: tuple  # numpy arrays [batch_size, ...], (transformer state, algorithm state) flattened
     batch_size: int
-
-
-@contextlib.contextmanager
-def drawing_from(generator: tf.random.Generator) -> Iterator[None]:
-    """Trace with ``generator`` as the run's random generator (``rlengine.random``), then put the previous
-    one back: a loaded policy samples from its own, and never advances a training run's."""
-    previous = seeding._generator
-    seeding._generator = generator
-    try:
-        yield
-    finally:
-        seeding._generator = previous
 
 
 class Policy:
@@ -65,30 +49,23 @@ class Policy:
     ``state`` is None for a policy without state; keep passing back what
     ``predict`` returned anyway, so the loop is right for every policy.
     Attributes: ``observation_spec`` and ``action_spec`` (one environment
-    copy), ``checkpoint`` (the prefix restored), ``stateful``, and the
-    restored ``algorithm`` and ``transformers`` (for inspection: changing
-    their variables changes TensorFlow's step, not an already converted one).
+    copy), ``checkpoint`` (the prefix restored), ``stateful``, ``backend``
+    and ``interpreter`` (what runs the greedy step), and the restored
+    ``algorithm`` and ``transformers`` (for inspection: changing their
+    variables changes TensorFlow's step, not an already converted one; None
+    when the policy came from its cached model without TensorFlow).
     """
 
-    def __init__(self, chain: Any, algorithm: Any, raw_spec: TimeStep, checkpoint: str, seed: int):
+    def __init__(self, steps: Any, checkpoint: str, seed: int):
         self.checkpoint = checkpoint
-        self.algorithm, self.transformers = algorithm, list(chain.transformers)
-        self.observation_spec, self.action_spec = raw_spec.observation, algorithm.action_spec
-        self._chain, self._algorithm, self._raw_spec = chain, algorithm, raw_spec
-        self._observations = NestLayout(raw_spec.observation, "observation")
-        self._actions = NestLayout(algorithm.action_spec, "action")
+        self._steps = steps
+        self.algorithm, self.transformers = steps.algorithm, steps.transformers
+        self.observation_spec, self.action_spec = steps.observation_spec, steps.action_spec
+        self._observations = NestLayout(steps.observation_spec, "observation")
+        self._actions = NestLayout(steps.action_spec, "action")
         self._num_actions = len(self._actions.specs)
-        self._state_specs = tf.nest.flatten((chain.state_spec, algorithm.state_spec))
-        self.stateful = bool(self._state_specs)
-        self._initial_states: dict = {}
-        self._generator = tf.random.Generator.from_seed(seed)
-        with drawing_from(self._generator):
-            self._greedy_tf = TensorFlowStep(trace_step(chain, algorithm, raw_spec, sample=False))
-        # replaced by the TensorFlow Lite step once it is converted and checked
-        self._greedy: Union[TensorFlowStep, LiteStep] = self._greedy_tf
-        self._sampling: Optional[TensorFlowStep] = None  # traced on first use
-        self._converting: Optional[threading.Thread] = None
-        self.conversion_error: Optional[str] = None  # why the greedy step runs on TensorFlow, if it does
+        self.stateful = steps.stateful
+        self._noise = np.random.default_rng(seed)  # the converted sampling step's draws
 
     # -- acting ---------------------------------------------------------------------------
     def predict(self, observation: Nest, state: Optional[PolicyState] = None, episode_start: Any = None,
@@ -106,23 +83,21 @@ class Policy:
         arrays, batch = self._observations.arrays(observation)
         rows = 1 if batch is None else batch
         if state is None:
-            step_type = np.zeros([rows], np.int32)  # StepType.FIRST
-            flat_state = self._initial_state(rows)
+            step_type = np.zeros([rows], np.int32)  # FIRST
+            flat_state = self._steps.initial_state(rows)
         else:
             flat_state = self._check_state(state, rows)
             step_type = self._step_type(episode_start, rows)
-        step = self._greedy if deterministic else self._sampling_step()
-        outputs = step([*arrays, step_type, *flat_state])
+        inputs = [*arrays, step_type, *flat_state]
+        if deterministic:
+            outputs = self._steps.greedy(inputs)
+        else:
+            step = self._steps.sampling()
+            if step.noise is not None:
+                inputs.append(uniform_noise(self._noise, step.noise_size(rows)))
+            outputs = step(inputs)
         action = self._actions.pack(outputs[:self._num_actions], single=batch is None)
         return action, (PolicyState(tuple(outputs[self._num_actions:]), rows) if self.stateful else None)
-
-    def _initial_state(self, rows: int) -> tuple:
-        """The chain's and algorithm's initial state for ``rows`` episodes (not zeros for every plugin)."""
-        state = self._initial_states.get(rows)
-        if state is None:
-            nest = (self._chain.initial_state(rows), self._algorithm.initial_state(rows))
-            state = self._initial_states[rows] = tuple(np.asarray(x) for x in tf.nest.flatten(nest))
-        return state
 
     def _check_state(self, state: Any, rows: int) -> tuple:
         if not isinstance(state, PolicyState):
@@ -136,63 +111,55 @@ class Policy:
     @staticmethod
     def _step_type(episode_start: Any, rows: int) -> np.ndarray:
         if episode_start is None:
-            return np.ones([rows], np.int32)  # StepType.MID
+            return np.full([rows], MID, np.int32)
         starts = np.asarray(episode_start, bool).reshape(-1)
         if starts.size not in (1, rows):
             raise SpecMismatchError(f"episode_start has {starts.size} values for {rows} observation(s): give one "
                                     "bool, or one per row")
-        return np.where(np.broadcast_to(starts, [rows]), StepType.FIRST, StepType.MID).astype(np.int32)
+        return np.where(np.broadcast_to(starts, [rows]), FIRST, MID).astype(np.int32)
 
-    def _sampling_step(self) -> TensorFlowStep:
-        if self._sampling is None:
-            with drawing_from(self._generator):
-                self._sampling = TensorFlowStep(trace_step(self._chain, self._algorithm, self._raw_spec, sample=True))
-        return self._sampling
-
-    # -- the TensorFlow Lite step ---------------------------------------------------------
+    # -- the converted step ---------------------------------------------------------------
     @property
     def backend(self) -> str:
-        """What runs the greedy step now: ``"tflite"`` or ``"tensorflow"``."""
-        return self._greedy.backend
+        """What runs the greedy step now: ``"tflite"`` (the converted model) or ``"tensorflow"``."""
+        return self._steps.greedy.backend
+
+    @property
+    def interpreter(self) -> Optional[str]:
+        """Which interpreter runs the converted model: ``"litert"`` (``ai_edge_litert``), ``"tf.lite"``
+        (TensorFlow's, where LiteRT is not installed), or None while TensorFlow runs the step."""
+        return self._steps.greedy.interpreter
+
+    @property
+    def sampling_backend(self) -> str:
+        """What runs ``predict(..., deterministic=False)``: ``"tflite"`` (the sampling step converted with its
+        randomness as an input, drawn from a NumPy generator of the policy's seed) or ``"tensorflow"``.
+        Waits for a conversion under way."""
+        return self._steps.sampling().backend
+
+    @property
+    def conversion_error(self) -> Optional[str]:
+        """Why the greedy step runs on TensorFlow, if it does after a conversion."""
+        return self._steps.conversion_error
 
     def convert(self) -> None:
-        """Convert the greedy step to TensorFlow Lite, check it on probe inputs, and use it from now on.
+        """Convert the greedy and sampling steps to LiteRT models, check them against TensorFlow on probe
+        inputs, and use them from now on.
 
-        Raises :class:`LiteUnavailable` (one line) when the conversion fails or
-        the converted step disagrees with TensorFlow; the policy then goes on
-        with TensorFlow.
+        Raises :class:`LiteUnavailable` (one line) when the greedy step cannot
+        be converted or disagrees with TensorFlow; the policy then goes on
+        with TensorFlow. A sampling step that cannot stays on TensorFlow.
         """
-        try:
-            signature = [*self._observations.specs, tf.TensorSpec([], tf.int32), *self._state_specs]
-            model = convert_to_lite(self._greedy_tf.function, [self._chain, self._algorithm])
-            lite = LiteStep(model, [s.shape.as_list() for s in signature], len(self._greedy_tf.keys),
-                            len(self._observations.specs))
-            probe = probe_inputs(self._observations.specs, self._initial_state(3), batch=3)
-            why = disagreement(self._greedy_tf, lite, probe, len(self._observations.specs), self._num_actions)
-        except Exception as exc:  # the converter raises many kinds; any means: stay on TensorFlow
-            why = f"{type(exc).__name__}: {telling_line(str(exc))}"
-        if why:
-            self.conversion_error = why
-            raise LiteUnavailable(f"the greedy step of {self.checkpoint} cannot run on TensorFlow Lite ({why}); "
-                                  "load it with backend='tensorflow'")
-        self._greedy = lite
+        self._steps.convert()
 
     def convert_in_background(self) -> None:
         """Start :meth:`convert` in a thread; ``predict`` runs TensorFlow until it is done."""
-
-        def quietly() -> None:
-            with contextlib.suppress(LiteUnavailable):  # kept in conversion_error
-                self.convert()
-
-        # not a daemon: one killed mid-conversion at interpreter exit aborts the process; exit waits for it
-        self._converting = threading.Thread(target=quietly, name="rlengine-tflite-conversion", daemon=False)
-        self._converting.start()
+        self._steps.convert_in_background()
 
     def wait_for_conversion(self, timeout: Optional[float] = None) -> str:
         """Wait for a background conversion to end (``timeout`` seconds at most); returns :attr:`backend`."""
-        if self._converting is not None:
-            self._converting.join(timeout)
+        self._steps.wait(timeout)
         return self.backend
 
     def __repr__(self) -> str:
-        return f"<rlengine.Policy {self.checkpoint} on {self.backend}>"
+        return f"<rlengine.Policy {self.checkpoint} on {self.interpreter or self.backend}>"

@@ -18,7 +18,7 @@ from rlengine.api.network import Encoders, encoders_in_scope
 from rlengine.api.pipeline import CollectorRecipe, Pipeline, PipelineContext
 from rlengine.api.placement import HOST, checked_device, on_device
 from rlengine.api.specs import RunSpecs, check_nest
-from rlengine.collect.distributions import Converters
+from rlengine.collect.converters import Converters
 from rlengine.collect.faults import GuardedEnvironment
 from rlengine.collect.transformers import TransformerChain
 from rlengine.config import RunConfig

@@ -74,7 +74,7 @@ class RemoteCollector:
 
     def __init__(self, recipe: CollectorRecipe, threads: int = 1):
         _start_tensorflow(threads)
-        from rlengine.collect.distributions import Converters
+        from rlengine.collect.converters import Converters
         from rlengine.collect.faults import FaultWatch
         from rlengine.pipelines.sync.collector import Collector
         from rlengine.plugin.manager import rebuild_plugins

@@ -14,7 +14,7 @@ import tensorflow as tf
 from rlengine.api import Algorithm
 from rlengine.api.data import Experience, LossInfo, Nest, StepType, TimeStep, zeros_from_spec
 from rlengine.api.specs import RunSpecs, check_nest
-from rlengine.collect.distributions import Converters, params_spec, tensor_spec
+from rlengine.collect.converters import Converters, params_spec, tensor_spec
 from rlengine.collect.transformers import TransformerChain
 
 DUMMY_BATCH = 2

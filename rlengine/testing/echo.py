@@ -26,8 +26,10 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine import hookimpl
-from rlengine.api import Algorithm, Environment
+from rlengine.api import Algorithm
 from rlengine.api.data import LossInfo, PolicyStep, StepType, TimeStep
+from rlengine.testing.kit import CountingEnv
+from rlengine.testing.pixels import advance_episodes
 
 
 @attrs.define
@@ -39,28 +41,24 @@ class EchoConfig:
     env_fails_once: bool = False  # each env thread's env fails once only, not again once recreated
 
 
-class EchoEnv(Environment):
-    """Raises if a copy ever receives an action computed for another copy or another step."""
+class EchoEnv(CountingEnv):
+    """Raises if a copy ever receives an action computed for another copy or another step.
+
+    The clock, the copies' ids and the specs are ``counting``'s; the observation is ``[env_id, t]``.
+    """
 
     config_class = EchoConfig
 
     def __init__(self, env_id, num_envs, seed, first_env_id=0, config=None):
         super().__init__(env_id, num_envs, seed, first_env_id, config or EchoConfig())
-        self.ids = np.arange(first_env_id, first_env_id + num_envs, dtype=np.int32)
-        self.t = np.zeros(num_envs, np.int32)
         self.steps = 0  # batched steps taken, for fail_at_step
         self.checked = 0  # actions verified
         self.rng = np.random.default_rng(seed + first_env_id)
 
-    def time_step_spec(self):
-        s = tf.TensorSpec
-        return TimeStep(s([], tf.int32), s([], tf.float32), s([], tf.float32), s([2], tf.float32),
-                        self.action_spec(), s([], tf.int32))
-
     def action_spec(self):
         return tf.TensorSpec([3], tf.int32)
 
-    def _time_step(self, step_type, action):
+    def _echo(self, step_type, action):
         obs = np.stack([self.ids, self.t], axis=1).astype(np.float32)
         last = step_type == StepType.LAST
         return TimeStep(step_type.astype(np.int32), np.ones(self.num_envs, np.float32),
@@ -68,7 +66,7 @@ class EchoEnv(Environment):
 
     def reset(self):
         self.t[:] = 0
-        return self._time_step(np.full(self.num_envs, StepType.FIRST), np.zeros((self.num_envs, 3)))
+        return self._echo(np.full(self.num_envs, StepType.FIRST), np.zeros((self.num_envs, 3)))
 
     def step(self, action):
         self.steps += 1
@@ -82,11 +80,8 @@ class EchoEnv(Environment):
             raise AssertionError(f"echo env copies {self.ids.tolist()} got actions {action.tolist()}, "
                                  f"expected {expected.tolist()}")
         self.checked += self.num_envs
-        restart = self.t >= self.config.episode_length
-        self.t = np.where(restart, 0, self.t + 1)
-        step_type = np.where(restart, StepType.FIRST,
-                             np.where(self.t >= self.config.episode_length, StepType.LAST, StepType.MID))
-        return self._time_step(step_type, np.where(restart[:, None], 0, action))
+        self.t, restart, step_type = advance_episodes(self.t, self.config.episode_length)
+        return self._echo(step_type, np.where(restart[:, None], 0, action))
 
 
     def _may_fail(self) -> bool:

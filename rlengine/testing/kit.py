@@ -33,6 +33,7 @@ from rlengine.testing.pixels import (  # noqa: F401  (the kit's API)
     PixelsConfig,
     PixelsDictEnv,
     PixelsEnv,
+    advance_episodes,
 )
 
 tfd = tfp.distributions
@@ -76,12 +77,9 @@ class CountingEnv(Environment):
 
     def step(self, action):
         action = np.asarray(action)
-        restart = self.t >= self.config.episode_length
-        self.t = np.where(restart, 0, self.t + 1)
-        last = self.t >= self.config.episode_length
-        step_type = np.where(restart, StepType.FIRST, np.where(last, StepType.LAST, StepType.MID))
+        self.t, restart, step_type = advance_episodes(self.t, self.config.episode_length)
         reward = np.where(restart, 0.0, 1.0 + action)
-        discount = np.where(last, 0.0, 1.0)
+        discount = np.where(step_type == StepType.LAST, 0.0, 1.0)
         return self._time_step(step_type, reward, discount, np.where(restart, 0, action))
 
     def close(self):

@@ -61,6 +61,18 @@ class IllegalAction(RuntimeError):
     """``masked`` received an action its mask forbade."""
 
 
+def advance_episodes(t: np.ndarray, episode_length: int) -> tuple:
+    """The episode clock of the kit's environments: each copy's next ``(t, restarted, step type)``.
+
+    ``t`` counts the actions taken in the episode; the step after the
+    ``episode_length``-th one (LAST) begins a new episode (FIRST, its action ignored).
+    """
+    restart = t >= episode_length
+    t = np.where(restart, 0, t + 1)
+    last = t >= episode_length
+    return t, restart, np.where(restart, StepType.FIRST, np.where(last, StepType.LAST, StepType.MID))
+
+
 class _Situations(Environment):
     """Episodes of ``episode_length`` actions; each step every copy draws a fresh situation.
 
@@ -93,16 +105,14 @@ class _Situations(Environment):
 
     def step(self, action):
         action = np.asarray(action).astype(np.int32).reshape([self.num_envs])
-        restart = self.t >= self.config.episode_length  # this copy's action is ignored: a new episode begins
-        acted = ~restart
+        self.t, restart, step_type = advance_episodes(self.t, self.config.episode_length)
+        acted = ~restart  # a restarting copy's action is ignored: a new episode begins
         reward = np.zeros(self.num_envs)
         if acted.any():
             reward[acted] = self._rewards(action, acted)
-        self.t = np.where(restart, 0, self.t + 1)
         self._draw(np.arange(self.num_envs))
-        last = self.t >= self.config.episode_length
-        step_type = np.where(restart, StepType.FIRST, np.where(last, StepType.LAST, StepType.MID))
-        return self._time_step(step_type, reward, np.where(last, 0.0, 1.0), np.where(restart, 0, action))
+        discount = np.where(step_type == StepType.LAST, 0.0, 1.0)
+        return self._time_step(step_type, reward, discount, np.where(restart, 0, action))
 
     def _time_step(self, step_type, reward, discount, action):
         return TimeStep(step_type.astype(np.int32), reward.astype(np.float32), discount.astype(np.float32),

@@ -3,7 +3,7 @@ import tensorflow as tf
 
 from rlengine import ObservationTransformer, PolicyStep, SpecMismatchError
 from rlengine.api.data import Experience
-from rlengine.collect.distributions import Converters, DistributionSpec
+from rlengine.collect.converters import Converters, DistributionSpec
 from rlengine.collect.transformers import TransformerChain
 from rlengine.run.specs import prepare_specs
 from rlengine.testing import CountingEnv, ToyAlgorithm

@@ -7,13 +7,8 @@ import pytest
 
 from rlengine import hookimpl
 from rlengine.api.data import StepType
-from rlengine.collect.faults import (
-    RESTART_SEED_STRIDE,
-    EnvironmentFault,
-    EnvironmentTimeout,
-    GuardedEnvironment,
-    NonFiniteObservation,
-)
+from rlengine.collect.faults import RESTART_SEED_STRIDE, GuardedEnvironment
+from rlengine.errors import EnvironmentFault, EnvironmentTimeout, NonFiniteObservation
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, ToyQAlgorithm, testing_plugin, tiny_config
 from rlengine.testing.failing import FaultyConfig, FaultyEnv, reset_fault_plan

@@ -13,10 +13,12 @@ import pytest
 import rlengine
 import rlengine.plugin.manager
 from rlengine import cli, hookimpl
+from rlengine.commands.plugins import MAX_NAMES_SHOWN
 from rlengine.config import apply_overrides
 from rlengine.errors import ConfigError
 from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV
 from rlengine.plugin.registry import KINDS
+from tests import first_party
 
 DEBUG_ENV = "RLENGINE_DEBUG"
 KIND_KEYS = tuple(kind.plural for kind in KINDS)  # algorithms, ..., pipelines, distributions, commands
@@ -106,14 +108,19 @@ class HelloPlugin:
         register("broken", "no_such_module_anywhere:Command")
 
 
-@pytest.fixture
-def with_hello_plugin(monkeypatch):
+def add_in_process_plugin(monkeypatch, name, plugin):
+    """Every plugin set the CLI builds from now on holds ``plugin`` as ``name`` too."""
     real = rlengine.plugin.manager.build_plugins
 
     def build(disabled=(), extra_plugins=(), load_entry_points=True):
-        return real(disabled, [("hello", HelloPlugin()), *extra_plugins], load_entry_points)
+        return real(disabled, [(name, plugin), *extra_plugins], load_entry_points)
 
     monkeypatch.setattr(rlengine.plugin.manager, "build_plugins", build)
+
+
+@pytest.fixture
+def with_hello_plugin(monkeypatch):
+    add_in_process_plugin(monkeypatch, "hello", HelloPlugin())
 
 
 def test_a_plugin_command_runs_with_the_built_plugins_and_returns_its_status(capsys, with_hello_plugin):
@@ -155,87 +162,113 @@ def test_disabling_a_plugin_removes_its_commands(capsys, with_hello_plugin):
 
 
 # -- plugins ---------------------------------------------------------------------
-@pytest.mark.first_party
-def test_plugins_json_lists_every_installed_plugin(capsys):
+class Lister:
+    """Registers by reference (listing imports nothing), more environments than the table names."""
+
+    ENVIRONMENTS = [f"env{i}" for i in range(MAX_NAMES_SHOWN + 1)]
+
+    @hookimpl
+    def rlengine_register_algorithms(self, register):
+        register("b-algo", "rlengine.testing.kit:ToyQAlgorithm")
+        register("a-algo", "rlengine.testing.kit:ToyAlgorithm")
+
+    @hookimpl
+    def rlengine_register_environments(self, register):
+        for name in self.ENVIRONMENTS:
+            register(name, "rlengine.testing.kit:CountingEnv")
+
+
+@pytest.fixture
+def with_lister_plugin(monkeypatch):
+    add_in_process_plugin(monkeypatch, "lister", Lister())
+
+
+def installed_entry_points() -> dict:
+    """Entry-point name -> (distribution, version), of every plugin installed here."""
+    return {ep.name: (ep.dist.metadata["Name"], ep.dist.version) for ep in md.entry_points(group="rlengine")}
+
+
+def test_plugins_json_lists_what_each_plugin_registers(capsys, with_lister_plugin):
     code, rows, err = plugins_json(capsys)
 
     assert code == 0
     assert err == ""
-    assert isinstance(rows, list)
-    plugins = by_name(rows)
-    assert {"algorithms", "gym", "transformers", "writers", "builtin-distributions"} <= set(plugins)
     for row in rows:
         assert isinstance(row["name"], str) and isinstance(row["version"], str)
         for kind in KIND_KEYS:
             assert isinstance(row[kind], list) and all(isinstance(n, str) for n in row[kind])
-    assert plugins["algorithms"]["algorithms"] == ["ac", "dqn", "ppo", "sac", "td3"]
-    assert plugins["gym"]["environments"] == ["gym"]
-    assert plugins["writers"]["writers"] == ["console", "jsonl", "mlflow", "tensorboard", "wandb"]
-    assert plugins["writers"]["callbacks"] == ["mlflow-policy"]
-    assert plugins["transformers"]["transformers"] == ["frame_stack", "image_scale", "normalize"]
-    assert {"categorical", "normal"} <= set(plugins["builtin-distributions"]["distributions"])
-    assert plugins["gym"]["algorithms"] == plugins["gym"]["distributions"] == []
-    assert plugins["gym"]["version"] == md.version("rlengine-gym")
-    assert plugins["builtin-distributions"]["version"] == rlengine.__version__
+    plugins = by_name(rows)
+    lister = plugins["lister"]
+    assert lister["distribution"] == "in-process"
+    assert lister["algorithms"] == ["a-algo", "b-algo"]  # sorted
+    assert lister["environments"] == sorted(Lister.ENVIRONMENTS)
+    assert all(lister[kind] == [] for kind in KIND_KEYS if kind not in ("algorithms", "environments"))
+    builtins = plugins["builtin-distributions"]
+    assert builtins["distribution"] == "rlengine" and builtins["version"] == rlengine.__version__
+    assert builtins["distributions"][0] == "bernoulli" and {"categorical", "normal"} <= set(builtins["distributions"])
 
 
 @pytest.mark.first_party
-def test_plugins_json_gives_each_plugins_distribution_name(capsys):
+def test_plugins_json_lists_every_installed_plugin_with_its_distribution(capsys):
     _, rows, _ = plugins_json(capsys)
 
-    plugins = by_name(rows)
-    assert plugins["gym"]["distribution"] == "rlengine-gym"
-    assert plugins["algorithms"]["distribution"] == "rlengine-algorithms"
-    assert plugins["builtin-distributions"]["distribution"] == "rlengine"
-    assert plugins["builtin-distributions"]["distributions"][0] == "bernoulli"
+    listed = {row["name"]: (row["distribution"], row["version"]) for row in rows}
+    installed = installed_entry_points()
+    assert installed and {name: listed.get(name) for name in installed} == installed
 
 
-@pytest.mark.first_party
-def test_plugins_table_lists_distributions_and_names(capsys):
+def test_plugins_table_names_what_each_plugin_registers_and_counts_long_lists(capsys, with_lister_plugin):
     code, out, err = run_main(capsys, "plugins")
 
-    assert code == 0
+    assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0].split()[:4] == ["plugin", "distribution", "version", "registers"]
-    gym = next(line for line in lines if line.startswith("gym "))
-    assert gym.split()[:3] == ["gym", "rlengine-gym", md.version("rlengine-gym")]
-    assert gym.endswith("environments: gym")
-    algorithms = next(line for line in lines if line.startswith("algorithms "))
-    assert algorithms.split()[:3] == ["algorithms", "rlengine-algorithms", md.version("rlengine-algorithms")]
-    assert "  algorithms: ac, dqn, ppo, sac, td3; " in algorithms
-    from rlengine_algorithms.presets import preset_files
-
-    assert algorithms.endswith(f"; presets: {len(preset_files())} (--json lists them)")  # too many to name
+    lister = next(line for line in lines if line.startswith("lister "))
+    assert lister.split()[:2] == ["lister", "in-process"]
+    too_many = len(Lister.ENVIRONMENTS)
+    assert lister.endswith(f"  algorithms: a-algo, b-algo; environments: {too_many} (--json lists them)")
     builtins = next(line for line in lines if line.startswith("builtin-distributions "))
-    assert builtins.split()[1] == "rlengine" and "distributions: bernoulli, categorical" in builtins
-    assert err == ""
+    assert builtins.split()[1:3] == ["rlengine", rlengine.__version__]
+    assert "distributions: bernoulli, categorical" in builtins
 
 
 @pytest.mark.first_party
-def test_disable_plugin_removes_it(capsys):
-    code, rows, _ = plugins_json(capsys, "--disable-plugin", "gym")
+def test_plugins_table_lists_every_installed_plugin_with_its_distribution(capsys):
+    _, out, _ = run_main(capsys, "plugins")
+
+    listed = {line.split()[0]: tuple(line.split()[1:3]) for line in out.splitlines()[1:]}
+    installed = installed_entry_points()
+    assert installed and {name: listed.get(name) for name in installed} == installed
+
+
+@pytest.mark.first_party
+def test_disable_plugin_removes_an_installed_one(capsys):
+    first, *others = [p.entry_point for p in first_party.installed()]
+    code, rows, _ = plugins_json(capsys, "--disable-plugin", first)
 
     names = {row["name"] for row in rows}
     assert code == 0
-    assert "gym" not in names
-    assert {"algorithms", "writers"} <= names
+    assert first not in names
+    assert set(others) <= names
 
 
 @pytest.mark.first_party
 def test_disable_plugin_is_repeatable(capsys):
-    _, rows, _ = plugins_json(capsys, "--disable-plugin", "gym", "--disable-plugin", "writers")
+    first, second, *others = [p.entry_point for p in first_party.installed()]
+    _, rows, _ = plugins_json(capsys, "--disable-plugin", first, "--disable-plugin", second)
 
     names = {row["name"] for row in rows}
-    assert "gym" not in names and "writers" not in names
-    assert "algorithms" in names
+    assert first not in names and second not in names
+    assert set(others) <= names
 
 
-def test_disable_environment_variable_removes_it(capsys, monkeypatch):
-    monkeypatch.setenv(DISABLE_ENV, "transformers")
+def test_disable_environment_variable_removes_it(capsys, monkeypatch, with_hello_plugin):
+    assert "hello" in {row["name"] for row in plugins_json(capsys)[1]}
+    monkeypatch.setenv(DISABLE_ENV, "hello")
 
     _, rows, _ = plugins_json(capsys)
 
-    assert "transformers" not in {row["name"] for row in rows}
+    assert "hello" not in {row["name"] for row in rows}
 
 
 class Bogus:
@@ -246,16 +279,10 @@ class Bogus:
 
 @pytest.fixture
 def with_bogus_plugin(monkeypatch):
-    real = rlengine.plugin.manager.build_plugins
-
-    def build(disabled=(), extra_plugins=(), load_entry_points=True):
-        return real(disabled, [("bogus", Bogus()), *extra_plugins], load_entry_points)
-
-    monkeypatch.setattr(rlengine.plugin.manager, "build_plugins", build)
+    add_in_process_plugin(monkeypatch, "bogus", Bogus())
 
 
-@pytest.mark.first_party
-def test_plugin_failure_is_one_stderr_line_and_exit_1(capsys, with_bogus_plugin):
+def test_plugin_failure_is_one_stderr_line_and_exit_1(capsys, with_lister_plugin, with_bogus_plugin):
     code, rows, err = plugins_json(capsys)
 
     assert code == 1
@@ -264,7 +291,7 @@ def test_plugin_failure_is_one_stderr_line_and_exit_1(capsys, with_bogus_plugin)
     assert "implements an unknown hook" in err
     plugins = by_name(rows)
     assert "unknown hook" in plugins["bogus"]["error"]
-    assert {"algorithms", "gym", "writers"} <= set(plugins)
+    assert {"lister", "builtin-commands", *installed_entry_points()} <= set(plugins)  # the others still load
 
 
 def test_plugin_failure_with_debug_shows_the_traceback(capsys, with_bogus_plugin):

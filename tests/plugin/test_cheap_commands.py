@@ -8,22 +8,16 @@ fails here. The rendered plugin template is held to the same rule.
 
 from __future__ import annotations
 
-import importlib.metadata as md
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests import first_party
 from tests.plugin_packages import run_python
 
 #: What must stay out of a cheap command's process.
 HEAVY = ("tensorflow", "tensorflow_probability", "keras", "tf_keras")
-
-#: Entry-point name -> the first-party package that declares it.
-FIRST_PARTY = {"gym": "rlengine_gym", "algorithms": "rlengine_algorithms", "transformers": "rlengine_transformers",
-               "writers": "rlengine_writers", "reinforce": "rlengine_reinforce", "tools": "rlengine_tools",
-               "optuna": "rlengine_optuna", "ray": "rlengine_ray"}
 
 MARKER = "PROBE-RESULT="
 
@@ -50,9 +44,8 @@ def _run(argv: list[str], tmp_path: Path):
 
 
 def _installed_first_party() -> dict[str, str]:
-    declared = {ep.name for ep in md.entry_points(group="rlengine")}
-    return {name: package for name, package in FIRST_PARTY.items()
-            if name in declared and importlib.util.find_spec(package) is not None}
+    """Entry-point name -> package, of the first-party plugins installed here."""
+    return {p.entry_point: p.package for p in first_party.installed()}
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["plugins"]], ids=" ".join)

@@ -18,6 +18,7 @@ from rlengine.errors import PluginError
 from rlengine.plugin.loading import ENTRY_POINT_GROUP, PluginFailure, PluginInfo
 from rlengine.plugin.manager import DISABLE_ENV, TRACE_ENV, Plugins, build_plugins, find_info
 from rlengine.testing import HookRecorder, ToyAlgorithm, testing_plugin
+from tests import first_party
 
 _module_numbers = itertools.count()
 
@@ -104,10 +105,12 @@ def test_first_party_plugins_load_through_their_distributions():
     plugins = build_plugins()
 
     assert plugins.failures == []
-    assert find_info(plugins, "gym").distribution == "rlengine-gym"
-    assert find_info(plugins, "algorithms").distribution == "rlengine-algorithms"
-    assert "gym" in plugins.registries.environments
-    assert {"ac", "ppo"} <= set(plugins.registries.algorithms.names())
+    installed = first_party.installed()
+    assert installed
+    for package in installed:
+        (dist,) = {ep.dist for ep in md.entry_points(group=ENTRY_POINT_GROUP, name=package.entry_point)}
+        assert find_info(plugins, package.entry_point).distribution == dist.metadata["Name"]
+        assert any(plugins.registered_by(package.entry_point).values()), f"{package.entry_point} registered nothing"
 
 
 def test_entry_points_load_before_in_process_plugins(fake_dist):

@@ -21,10 +21,9 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from rlengine.errors import RLEngineError
-from rlengine.run.checkpoints.choice import DamagedCheckpointError
+from rlengine.errors import CheckpointMismatchError, DamagedCheckpointError, RLEngineError
 from rlengine.run.checkpoints.files import mark_complete, marked_checkpoints
-from rlengine.run.checkpoints.restoring import CheckpointMismatchError, CheckpointsDamagedError, restore_newest
+from rlengine.run.checkpoints.restoring import restore_newest
 from rlengine.run.checkpoints.store import complete_checkpoints, newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
@@ -154,7 +153,7 @@ def test_every_checkpoint_damaged_is_one_line_that_says_damaged_and_changes_noth
         _flip_byte(_file(trained, number))
     listing = sorted(os.listdir(trained / "checkpoints"))
 
-    with pytest.raises(CheckpointsDamagedError) as caught:
+    with pytest.raises(DamagedCheckpointError) as caught:
         _engine(trained).train()
 
     message = str(caught.value)
@@ -232,7 +231,7 @@ def test_evaluate_falls_back_to_the_newest_sound_checkpoint_and_leaves_the_damag
 def test_evaluate_with_every_checkpoint_damaged_is_one_line(trained):
     for number in (3, 4):
         _flip_byte(_file(trained, number))
-    with pytest.raises(CheckpointsDamagedError, match=r"^every checkpoint in .* is damaged \(ckpt-4: .*\)"):
+    with pytest.raises(DamagedCheckpointError, match=r"^every checkpoint in .* is damaged \(ckpt-4: .*\)"):
         _engine(trained).evaluate()
 
 

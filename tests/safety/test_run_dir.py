@@ -20,9 +20,9 @@ import pytest
 
 from rlengine import hookimpl
 from rlengine.cli import main
-from rlengine.errors import ConfigError, RLEngineError
+from rlengine.errors import ConfigError, NotARunDirectory, RLEngineError, RunDirBusy
 from rlengine.plugin import manager
-from rlengine.run.checkpoints.rundir import LOCK_FILE, MARKER_FILE, NotARunDir, RunDirBusy, claimed
+from rlengine.run.checkpoints.rundir import LOCK_FILE, MARKER_FILE, claimed
 from rlengine.run.engine import Engine
 from rlengine.testing import CountingEnv, MemoryWriter, testing_plugin, tiny_config
 from tests.plugin_packages import cli_with_testing_kit
@@ -348,7 +348,7 @@ def test_a_root_dir_that_cannot_be_created_is_one_line(tmp_path):
 def test_a_root_dir_that_is_a_file_is_refused(tmp_path):
     path = tmp_path / "run"
     path.write_text("not a directory")
-    with pytest.raises(NotARunDir, match="is a file, not a directory"):
+    with pytest.raises(NotARunDirectory, match="is a file, not a directory"):
         _engine(path).train()
     assert path.read_text() == "not a directory"
 

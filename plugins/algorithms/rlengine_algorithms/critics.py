@@ -47,15 +47,6 @@ class OffPolicyConfig:
     hidden_matmul_dtype: str = attrs.field(default="float32", validator=_v.in_(["float32", "bfloat16"]))
 
 
-@attrs.define(kw_only=True)
-class ActorCriticOffPolicyConfig(OffPolicyConfig):
-    """The replay options plus the encoder sharing of an actor and twin critics (SAC, TD3)."""
-
-    #: one encoder for actor and critics, trained by the critic loss only (the actor sees its features
-    #: through stop_gradient); false: the actor and the critics each have their own
-    share_encoder: bool = False
-
-
 REPLAY_KEYS = ("mini_batch_size", "mini_batch_length", "num_updates_per_iteration", "initial_collect_steps",
                "replay_capacity", "prioritized_replay", "priority_alpha", "priority_beta")
 
@@ -67,14 +58,6 @@ def encode(observation, encoders) -> list:
         if id(encoder) not in done:
             done[id(encoder)] = encoder(observation)
     return [done[id(encoder)] for encoder in encoders]
-
-
-def actor_and_critic_encoders(algorithm, config) -> tuple:
-    """``(actor encoder, critic encoder)`` of SAC and TD3: the same object when shared or without variables."""
-    critic = algorithm.make_encoder(config.encoder, scope="critic_encoder")
-    if config.share_encoder or not critic.variables:  # an encoder without variables is the same function
-        return critic, critic
-    return algorithm.make_encoder(config.encoder, scope="actor_encoder"), critic
 
 
 def trainable_of(modules) -> list:
@@ -169,25 +152,6 @@ def soft_update(targets: list, sources: list, tau: float) -> None:
             t.assign(s)
         else:
             t.assign_add(tau * (s - t))
-
-
-class ActionScale:
-    """Maps a bounded Box action to the ``[-1, 1]`` units the networks use and back."""
-
-    def __init__(self, spec, algorithm: str):
-        low = np.broadcast_to(np.asarray(spec.minimum, np.float32), spec.shape).reshape(-1)
-        high = np.broadcast_to(np.asarray(spec.maximum, np.float32), spec.shape).reshape(-1)
-        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-            raise ConfigError(f"algorithm {algorithm!r} needs finite Box action bounds, got {low} .. {high}")
-        self.shape, self.size = spec.shape, int(low.size)
-        self.center, self.half = (high + low) / 2, (high - low) / 2
-
-    def to_env(self, unit):
-        """``[B, size]`` in [-1, 1] -> actions of the spec's shape."""
-        return tf.reshape(self.center + self.half * unit, [-1, *self.shape])
-
-    def to_unit(self, action):
-        return (tf.reshape(action, [-1, self.size]) - self.center) / self.half
 
 
 class Transition(NamedTuple):

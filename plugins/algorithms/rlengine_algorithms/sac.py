@@ -12,12 +12,8 @@ same for every action range. In those units the policy is exactly
 probability are written out here because the bijector chain costs several
 times more ops per update. With ``use_sde`` the noise is gSDE's instead
 (:mod:`rlengine_algorithms.exploration`): held per copy, a learned linear map
-of the actor's last hidden features.
-
-Observations go through the configured encoder: by default the actor and the
-(twin) critics each have their own; with ``share_encoder`` one encoder is
-trained by the critic loss only. Target critics (and actors) have frozen
-copies of their encoders, moved with them.
+of the actor's last hidden features. The encoders are as
+:mod:`rlengine_algorithms.twin_critics` describes.
 """
 
 from __future__ import annotations
@@ -29,24 +25,19 @@ import attrs
 import tensorflow as tf
 
 import rlengine
-from rlengine import ConfigError, LossInfo, PolicyStep
+from rlengine import LossInfo, PolicyStep
 from rlengine_algorithms.critics import (
-    ActionScale,
-    ActorCriticOffPolicyConfig,
-    OffPolicyAlgorithm,
     StackedMLP,
     Transition,
-    actor_and_critic_encoders,
     encode,
     target_encoder,
-    to_transitions,
     trainable_of,
     variables_of,
     weighted_mean,
 )
 from rlengine_algorithms.exploration import HALF_LOG_2PI, StateDependentNoise, tanh_log_prob
-from rlengine_algorithms.masking import refuse_mask
 from rlengine_algorithms.optimizers import FusedAdam
+from rlengine_algorithms.twin_critics import ActorCriticOffPolicyConfig, TwinCriticAlgorithm
 
 _v = attrs.validators
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -90,19 +81,11 @@ class SACInfo(NamedTuple):
     mask: tf.Tensor  # [B]
 
 
-class SAC(OffPolicyAlgorithm):
+class SAC(TwinCriticAlgorithm):
     config_class = SACConfig
 
     def __init__(self, time_step_spec, action_spec, config):
         super().__init__(time_step_spec, action_spec, config)
-        if action_spec.dtype.is_integer:
-            raise ConfigError("algorithm 'sac' supports Box (continuous) actions, not Discrete; use 'dqn'")
-        refuse_mask(time_step_spec.observation, "sac")
-        self.scale = ActionScale(action_spec, "sac")
-        self.actor_encoder, self.critic_encoder = actor_and_critic_encoders(self, config)
-        shared = self.actor_encoder is self.critic_encoder
-        # A shared encoder is trained by the critic loss only: the actor sees its features through stop_gradient.
-        self.actor_stops_gradient = shared and bool(self.critic_encoder.trainable_variables)
         act, hidden = self.scale.size, config.hidden_sizes
         # loc and log std; with gSDE loc only, the noise's scale is the sde's log_std matrix
         heads = act if config.use_sde else 2 * act
@@ -118,7 +101,7 @@ class SAC(OffPolicyAlgorithm):
         self.log_alpha = tf.Variable(math.log(config.initial_alpha), name="log_alpha")
         self.target_entropy = -float(act) if config.target_entropy is None else float(config.target_entropy)
         # The critic side owns a shared encoder (its optimizer, its target); the actor side owns only its own.
-        actor_parts = [self.actor] if shared else [self.actor, self.actor_encoder]
+        actor_parts = [self.actor] if self.shared_encoder else [self.actor, self.actor_encoder]
         if self.sde is not None:
             actor_parts.append(self.sde)
         critic_parts = [self.critic, self.critic_encoder]
@@ -161,14 +144,8 @@ class SAC(OffPolicyAlgorithm):
             unit, state = self.sde.explore(loc, hidden, state)
         return PolicyStep(self.scale.to_env(unit), state, ())
 
-    def preprocess_experience(self, exp) -> Transition:
-        return to_transitions(exp, self.config.gamma)
-
     def train_step(self, batch: Transition, state) -> PolicyStep:
-        obs, critic_obs = encode(batch.observation, [self.actor_encoder, self.critic_encoder])
-        if self.actor_stops_gradient:
-            obs = tf.stop_gradient(obs)
-        action = self.scale.to_unit(batch.action)
+        obs, critic_obs, action = self.encoded(batch)
         policy_action, log_prob = self._sample(obs)
         q = tf.squeeze(self.critic(tf.concat([critic_obs, action], -1)), -1)
         q_policy = tf.squeeze(self.critic(tf.concat([critic_obs, policy_action], -1)), -1)

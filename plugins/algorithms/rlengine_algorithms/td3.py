@@ -6,12 +6,8 @@ gradients are applied, and both targets moved, every ``policy_delay``-th
 update only. The other updates skip the actor's forward and backward
 passes, as Fujimoto et al.'s and Stable-Baselines3's do (1.18x the updates
 per second on ``examples/td3_pendulum.toml`` here). Noise scales are in units
-of half the action range, i.e. of the actor's ``[-1, 1]`` output.
-
-Observations go through the configured encoder: by default the actor and the
-(twin) critics each have their own; with ``share_encoder`` one encoder is
-trained by the critic loss only. Target critics (and actors) have frozen
-copies of their encoders, moved with them.
+of half the action range, i.e. of the actor's ``[-1, 1]`` output. The
+encoders are as :mod:`rlengine_algorithms.twin_critics` describes.
 """
 
 from __future__ import annotations
@@ -22,24 +18,19 @@ import attrs
 import tensorflow as tf
 
 import rlengine
-from rlengine import ConfigError, LossInfo, PolicyStep, untracked
+from rlengine import LossInfo, PolicyStep, untracked
 from rlengine_algorithms.critics import (
-    ActionScale,
-    ActorCriticOffPolicyConfig,
-    OffPolicyAlgorithm,
     StackedMLP,
     Transition,
-    actor_and_critic_encoders,
     encode,
     target_encoder,
-    to_transitions,
     trainable_of,
     variables_of,
     weighted_mean,
 )
 from rlengine_algorithms.exploration import OrnsteinUhlenbeckNoise
-from rlengine_algorithms.masking import refuse_mask
 from rlengine_algorithms.optimizers import FusedAdam
+from rlengine_algorithms.twin_critics import ActorCriticOffPolicyConfig, TwinCriticAlgorithm
 
 _v = attrs.validators
 
@@ -70,19 +61,12 @@ class TD3Info(NamedTuple):
     trains_actor: tf.Tensor  # [] bool: whether this update applies the actor's gradients
 
 
-class TD3(OffPolicyAlgorithm):
+class TD3(TwinCriticAlgorithm):
     config_class = TD3Config
 
     def __init__(self, time_step_spec, action_spec, config):
         super().__init__(time_step_spec, action_spec, config)
-        if action_spec.dtype.is_integer:
-            raise ConfigError("algorithm 'td3' supports Box (continuous) actions, not Discrete; use 'dqn'")
-        refuse_mask(time_step_spec.observation, "td3")
-        self.scale = ActionScale(action_spec, "td3")
-        self.actor_encoder, self.critic_encoder = actor_and_critic_encoders(self, config)
-        shared = self.actor_encoder is self.critic_encoder
-        # A shared encoder is trained by the critic loss only: the actor sees its features through stop_gradient.
-        self.actor_stops_gradient = shared and bool(self.critic_encoder.trainable_variables)
+        shared = self.shared_encoder
         act, hidden = self.scale.size, config.hidden_sizes
         self.actor = StackedMLP(1, self.actor_encoder.output_size, hidden, act, 1.0, name="actor",
                                 hidden_matmul_dtype=config.hidden_matmul_dtype)
@@ -132,14 +116,8 @@ class TD3(OffPolicyAlgorithm):
         # Clipped here so that the stored action is the one the environment ran.
         return PolicyStep(self.scale.to_env(tf.clip_by_value(unit + noise, -1, 1)), state, ())
 
-    def preprocess_experience(self, exp) -> Transition:
-        return to_transitions(exp, self.config.gamma)
-
     def train_step(self, batch: Transition, state) -> PolicyStep:
-        obs, critic_obs = encode(batch.observation, [self.actor_encoder, self.critic_encoder])
-        if self.actor_stops_gradient:
-            obs = tf.stop_gradient(obs)
-        action = self.scale.to_unit(batch.action)
+        obs, critic_obs, action = self.encoded(batch)
         q = tf.squeeze(self.critic(tf.concat([critic_obs, action], -1)), -1)
 
         def actor_objective():  # the first critic at the actor's action

@@ -126,12 +126,21 @@ def observation_converter(space: spaces.Space) -> Converter:
 
     The result never aliases the input, so the vector env may reuse its buffers.
     """
+    return _through_nests(space, _observation_leaf)
+
+
+def _through_nests(space: spaces.Space, leaf: Callable[[spaces.Space], Converter]) -> Converter:
+    """``leaf(space)``'s converter, mapped through the Dict and Tuple spaces around the leaves."""
     if isinstance(space, spaces.Dict):
-        items = [(key, observation_converter(sub)) for key, sub in space.spaces.items()]
-        return lambda obs: {key: convert(obs[key]) for key, convert in items}
+        items = [(key, _through_nests(sub, leaf)) for key, sub in space.spaces.items()]
+        return lambda value: {key: convert(value[key]) for key, convert in items}
     if isinstance(space, spaces.Tuple):
-        parts = [observation_converter(sub) for sub in space.spaces]
-        return lambda obs: tuple(convert(o) for convert, o in zip(parts, obs))
+        parts = [_through_nests(sub, leaf) for sub in space.spaces]
+        return lambda value: tuple(convert(v) for convert, v in zip(parts, value))
+    return leaf(space)
+
+
+def _observation_leaf(space: spaces.Space) -> Converter:
     dtype = spec_dtype(space, "observation")
     start = _start(space)
     if start is not None:
@@ -195,12 +204,10 @@ def action_to_gym(space: spaces.Space) -> Converter:
 
     The result may share memory with its input (no copy when dtypes agree).
     """
-    if isinstance(space, spaces.Dict):
-        items = [(key, action_to_gym(sub)) for key, sub in space.spaces.items()]
-        return lambda action: {key: convert(action[key]) for key, convert in items}
-    if isinstance(space, spaces.Tuple):
-        parts = [action_to_gym(sub) for sub in space.spaces]
-        return lambda action: tuple(convert(a) for convert, a in zip(parts, action))
+    return _through_nests(space, _gym_action_leaf)
+
+
+def _gym_action_leaf(space: spaces.Space) -> Converter:
     dtype = np.dtype(space.dtype)
     start = _start(space)
     if start is not None:

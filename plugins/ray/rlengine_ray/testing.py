@@ -22,13 +22,13 @@ import time
 
 import attrs
 
-from rlengine.quiet_tensorflow import import_tensorflow
+# isort: off
+import rlengine.collect  # noqa: F401  (first: its __init__ imports TensorFlow, quietly)
+import tensorflow as tf
+# isort: on
 
-import_tensorflow()  # before TF is imported below, so its C++ start-up lines stay quiet
-import tensorflow as tf  # noqa: E402
-
-from rlengine import hookimpl  # noqa: E402
-from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm, testing_plugin, tiny_config  # noqa: E402
+from rlengine import hookimpl
+from rlengine.testing.kit import CountingConfig, CountingEnv, ToyAlgorithm, ToyQAlgorithm, testing_plugin, tiny_config
 
 
 class _Probe:

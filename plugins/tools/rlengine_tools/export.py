@@ -28,9 +28,10 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine import RLEngineError
-from rlengine.api.data import StepType, TimeStep, zeros_from_spec
+from rlengine.api import StepType, TimeStep, zeros_from_spec
 from rlengine.collect.policy_step import greedy
 from rlengine_tools.export_dir import check_out_dir, remove_stale_staging, staging_dir, swap_in, write_marker
+from rlengine_tools.export_lite import write_lite
 
 SIGNATURE_FILE = "signature.json"
 README_FILE = "README.txt"
@@ -166,6 +167,22 @@ dimension B (null in the shapes). The run's observation transformers are
 inside the model ({transformers}) and use the checkpoint's statistics, never
 updating them. Actions come back batched and clipped to the action bounds.
 signature.json lists every shape, dtype and bound.
+{lite}"""
+
+LITE_USAGE = """
+The same policy runs on LiteRT and NumPy alone (pip install ai-edge-litert
+numpy), from {file}; signature.json's "litert" names its inputs and outputs:
+
+    from ai_edge_litert.interpreter import Interpreter
+    run = Interpreter(model_path="{out_dir}/{file}").get_signature_runner()
+{usage}"""
+
+LITE_STATELESS = """    action = run(in000=observation)["out000"]
+"""
+
+LITE_STATEFUL = """    state = [np.repeat(s, B, axis=0) for s in np.load("{out_dir}/{state}").values()]  # B new episodes
+    out = run(**{{"in000": observation, "in001": step_type}}, **{{f"in{{2 + i:03d}}": s for i, s in enumerate(state)}})
+    # out["out000"] is the action, then the next state (names in signature.json, for nested observations)
 """
 
 STATELESS_USAGE = """    action = policy.action(observation)          # observation: {obs}, action: {act}
@@ -189,9 +206,31 @@ def write_description(directory: str, out_dir: str, info: dict) -> None:
     source = "" if info.get("eval_return") is None else \
         f" (the best checkpoint: evaluation return {info['eval_return']:.2f} in training)"
     text = README.format(usage=usage, out_dir=out_dir, transformers=", ".join(info["transformers"]) or "none",
-                         algorithm=info["algorithm"], env=info["env"], checkpoint=info["checkpoint"], source=source)
+                         algorithm=info["algorithm"], env=info["env"], checkpoint=info["checkpoint"], source=source,
+                         lite=_lite_usage(out_dir, info.get("litert", {})))
     with open(os.path.join(directory, README_FILE), "w") as f:
         f.write(text)
+
+
+def _lite_usage(out_dir: str, lite: dict) -> str:
+    if "file" not in lite:
+        return f"\nNo LiteRT model: {lite['error']}\n" if "error" in lite else ""
+    usage = (LITE_STATEFUL if "initial_state" in lite else LITE_STATELESS).format(out_dir=out_dir,
+                                                                                  state=lite.get("initial_state"))
+    return LITE_USAGE.format(out_dir=out_dir, file=lite["file"], usage=usage)
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def add_lite(policy: ExportedPolicy, directory: str, info: dict) -> None:
+    """The LiteRT model beside the SavedModel (:mod:`.export_lite`); a step it cannot hold is noted in
+    signature.json and the README, and the SavedModel is exported all the same."""
+    try:
+        info["litert"] = write_lite(policy, directory)
+    except Exception as exc:  # the converter raises many kinds; any means: no LiteRT model
+        info["litert"] = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
 
 
 def save(policy: ExportedPolicy, out_dir: str, info: dict) -> None:
@@ -202,12 +241,12 @@ def save(policy: ExportedPolicy, out_dir: str, info: dict) -> None:
     try:
         remove_stale_staging(out_dir)  # what killed exports left beside it
         tf.saved_model.save(policy, tmp)
+        add_lite(policy, tmp, info)
         write_description(tmp, out_dir, info)
         write_marker(tmp, info)
         swap_in(tmp, out_dir)
     except (OSError, tf.errors.OpError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise RLEngineError(f"export to {out_dir!r} failed: {first}; choose a directory you can "
+        raise RLEngineError(f"export to {out_dir!r} failed: {first_line(exc)}; choose a directory you can "
                             "write to (nothing there was changed)") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already when the swap succeeded

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine import RLEngineError
-from rlengine.api.data import StepType
+from rlengine.api import StepType
 from rlengine.collect.policy_step import greedy
 from rlengine.collect.stepper import stepper_for
 

@@ -74,6 +74,32 @@ for model_dir, inputs, outputs in json.loads(sys.argv[1]):
 """.format(blocked=BLOCKED)
 
 
+# Runs with neither rlengine nor TensorFlow importable: every policy.tflite is called with LiteRT and NumPy.
+LITE_LOADER = """
+import json, os, sys
+for name in {blocked!r} + ("tensorflow",):
+    sys.modules[name] = None  # "import name" now raises ImportError
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+for model_dir, inputs, outputs in json.loads(sys.argv[1]):
+    with open(os.path.join(model_dir, "signature.json")) as f:
+        lite = json.load(f)["litert"]
+    run = Interpreter(model_path=os.path.join(model_dir, lite["file"])).get_signature_runner()
+    data = np.load(inputs)
+    actions = []
+    if "initial_state" in lite:
+        rows = data["observation"].shape[1]
+        state = [np.repeat(s, rows, axis=0) for s in np.load(os.path.join(model_dir, lite["initial_state"])).values()]
+        for observation, step_type in zip(data["observation"], data["step_type"]):
+            out = run(in000=observation, in001=step_type, **{{f"in{{2 + i:03d}}": s for i, s in enumerate(state)}})
+            actions.append(out["out000"])
+            state = [out[f"out{{1 + i:03d}}"] for i in range(len(state))]
+    else:
+        actions = [run(in000=observation)["out000"] for observation in data["observation"]]
+    np.save(outputs, np.stack(actions))
+""".format(blocked=BLOCKED)
+
+
 def train(root: str, example: str, overrides: list) -> None:
     common = ["train.eval_interval=0", "train.num_eval_episodes=2", 'train.writers=["jsonl"]',
               f"train.root_dir={json.dumps(root)}"]
@@ -133,6 +159,47 @@ def exported(base):
     return {name: (recorded[name], loaded[name], infos[name]) for name in RUNS}
 
 
+def run_lite_models(base, python: str = sys.executable) -> dict:
+    """name -> the actions of each run's policy.tflite on its recorded observations, called by ``python`` with
+    LiteRT and NumPy only."""
+    jobs = [(str(base / f"{name}-model"), str(base / f"{name}-inputs.npz"), str(base / f"{name}-lite.npy"))
+            for name in RUNS]
+    done = subprocess.run([python, "-c", LITE_LOADER, json.dumps(jobs)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: np.load(job[2]) for name, job in zip(RUNS, jobs)}
+
+
+@pytest.fixture(scope="module")
+def lite_actions(base, exported):
+    return run_lite_models(base)
+
+
+def assert_lite_acts_as_saved_model(exported: dict, lite_actions: dict) -> None:
+    for name, (steps, _, info) in exported.items():
+        assert info["litert"]["file"] == "policy.tflite" and ("initial_state" in info["litert"]) == info["stateful"]
+        if steps["action"].dtype.kind == "f":
+            np.testing.assert_allclose(lite_actions[name], steps["action"], rtol=1e-5, atol=1e-5, err_msg=name)
+        else:
+            np.testing.assert_array_equal(lite_actions[name], steps["action"], err_msg=name)
+
+
+def test_the_litert_model_gives_the_same_greedy_actions_without_tensorflow(exported, lite_actions):
+    assert_lite_acts_as_saved_model(exported, lite_actions)
+    assert exported["ppo-lstm-framestack"][2]["litert"]["inputs"] == {
+        "in000": "observation", "in001": "step_type", "in002": "state[0]", "in003": "state[1]", "in004": "state[2]"}
+
+
+@pytest.mark.slow  # a venv and a download from PyPI: about a minute
+def test_the_litert_model_runs_in_a_venv_with_litert_and_numpy_only(exported, base, tmp_path_factory):
+    venv = tmp_path_factory.mktemp("litert-venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "ai-edge-litert>=2.3,<3", "numpy"], check=True,
+                   timeout=900)
+    assert subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode != 0
+    assert_lite_acts_as_saved_model(exported, run_lite_models(base, python))
+
+
 def test_discrete_policy_gives_the_same_greedy_actions(exported):
     steps, actions, info = exported["ppo-cartpole"]
 
@@ -169,6 +236,6 @@ def test_cli_export_writes_model_and_description(capsys, tmp_path, base, exporte
 
     assert code == 0
     assert f"to {out}" in text and "action(observation)" in text
-    assert sorted(os.listdir(out)) == ["README.txt", "assets", "fingerprint.pb", "rlengine-export.json",
-                                       "saved_model.pb", "signature.json", "variables"]
+    assert sorted(os.listdir(out)) == ["README.txt", "assets", "fingerprint.pb", "policy.tflite",
+                                       "rlengine-export.json", "saved_model.pb", "signature.json", "variables"]
     assert tf.saved_model.contains_saved_model(str(out))

@@ -47,7 +47,7 @@ def non_negative_number(instance: Any, attribute: Any, value: Any) -> None:
 def require_modules(writer: str, package: str, modules: tuple) -> None:
     """One line naming the extra to install when one of a tracker writer's ``modules`` is missing.
 
-    Looked up, not imported: importing a tracker takes a second or so, which
+    Looked up, not imported: importing a tracker takes long (docs/trackers.md): time
     the sender thread spends instead of the training loop.
     """
     for module in modules:

@@ -14,7 +14,7 @@ from rlengine.api import Algorithm, Environment, GraphEnvironment
 from rlengine.api.data import Experience, Nest, TimeStep
 from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
-from rlengine.collect.distributions import Converters
+from rlengine.collect.converters import Converters
 from rlengine.collect.policy_step import act, observe
 from rlengine.collect.stepper import stepper_for
 from rlengine.collect.stepping_function import SteppingFunction

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from rlengine.api.data import Nest, TimeStep
 from rlengine.api.specs import RunSpecs
-from rlengine.collect.distributions import params_spec
+from rlengine.collect.converters import params_spec
 
 
 class Request(NamedTuple):

@@ -36,7 +36,7 @@ from rlengine.api import Algorithm, Environment
 from rlengine.api.data import Experience, Nest
 from rlengine.api.placement import on_device
 from rlengine.api.specs import RunSpecs
-from rlengine.collect.distributions import Converters
+from rlengine.collect.converters import Converters
 from rlengine.collect.fixed_signature import FixedSignatureFunction
 from rlengine.collect.policy_step import act, observe
 from rlengine.collect.stepper import stepper_for

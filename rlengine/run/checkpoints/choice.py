@@ -21,20 +21,12 @@ from __future__ import annotations
 import os
 from typing import Optional, Union
 
-from rlengine.errors import RLEngineError
+from rlengine.errors import CheckpointChoiceError, DamagedCheckpointError
 from rlengine.run.checkpoints.files import checkpoint_dir, damage, marked_checkpoints, newest_sound_checkpoint
 
 BEST = "best"
 LATEST = "latest"
 Choice = Union[str, int]
-
-
-class CheckpointChoiceError(RLEngineError):
-    """The checkpoint asked for does not exist or is not a choice."""
-
-
-class DamagedCheckpointError(CheckpointChoiceError):
-    """The checkpoint asked for exists, but its files do not match its marker (or cannot be read)."""
 
 
 def best_checkpoint_dir(root_dir: str) -> str:

@@ -41,9 +41,10 @@ def checksum(path: str, sync: bool = False) -> str:
     """``"crc32:<hex>"`` of the file's bytes, read in chunks; with ``sync``, fsynced as well.
 
     The files were just written, so they are read from the page cache: for
-    the 1M-row SAC replay of ``benchmarks/checkpoint_size.py`` (39 MB) this
-    adds about 0.07 s to a write of 0.4 s (BLAKE2b took 0.2 s, SHA-256
-    0.11 s). The damage to catch is accidental, so a CRC is enough.
+    the 1M-row SAC replay of ``benchmarks/checkpoint_size.py`` this adds
+    about a sixth to a write, where BLAKE2b would add half and SHA-256 more
+    than a quarter (docs/performance.md). The damage to catch is accidental,
+    so a CRC is enough.
     """
     crc = 0
     with open(path, "rb") as f:

@@ -28,31 +28,17 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from rlengine.errors import RLEngineError, telling_line
-from rlengine.run.checkpoints.choice import (
-    BEST,
-    LATEST,
+from rlengine.errors import (
     CheckpointChoiceError,
-    Choice,
+    CheckpointError,
+    CheckpointMismatchError,
     DamagedCheckpointError,
-    chosen_checkpoint,
-    parse_choice,
+    telling_line,
 )
+from rlengine.run.checkpoints.choice import BEST, LATEST, Choice, chosen_checkpoint, parse_choice
 from rlengine.run.checkpoints.files import MARKER, checkpoint_dir, damage, marked_checkpoints, set_aside
 
 _SHOWN = 240  # characters of TensorFlow's message kept in a one-line error
-
-
-class CheckpointError(RLEngineError):
-    """No checkpoint of a run directory can be restored into this run."""
-
-
-class CheckpointMismatchError(CheckpointError):
-    """An intact checkpoint was written by a run with another algorithm or network shape."""
-
-
-class CheckpointsDamagedError(CheckpointError):
-    """Every checkpoint of a run directory is damaged."""
 
 
 def restore_newest(directory: str, restore: Callable[[str], object], *, set_damaged_aside: bool) -> Optional[str]:
@@ -60,7 +46,7 @@ def restore_newest(directory: str, restore: Callable[[str], object], *, set_dama
 
     ``set_damaged_aside``: move the damaged checkpoints newer than the one
     restored out of the way (resume); otherwise only warn (read-only commands).
-    Raises :class:`CheckpointMismatchError` or :class:`CheckpointsDamagedError`.
+    Raises :class:`CheckpointMismatchError` or :class:`DamagedCheckpointError`.
     """
     damaged: list[tuple[int, str, str]] = []  # (number, prefix, what is wrong), newest first
     for number, prefix, marker in marked_checkpoints(directory):
@@ -73,7 +59,7 @@ def restore_newest(directory: str, restore: Callable[[str], object], *, set_dama
     if damaged:
         found = "; ".join(f"{os.path.basename(prefix)}: {wrong}" for _, prefix, wrong in damaged[:3])
         found += f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
-        raise CheckpointsDamagedError(
+        raise DamagedCheckpointError(
             f"every checkpoint in {directory!r} is damaged ({found}); nothing was changed: restore them from "
             "a backup, or train into a new --root-dir")
     return None

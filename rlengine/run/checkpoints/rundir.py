@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Iterator, Optional
 
-from rlengine.errors import RLEngineError
+from rlengine.errors import NotARunDirectory, RLEngineError, RunDirBusy
 from rlengine.files import write_atomically
 from rlengine.plugin.markers import CORE_VERSION
 
@@ -44,14 +44,6 @@ CONFIG_FILE = "config.toml"
 OS_LITTER = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
 _LOCK_ATTEMPTS = 50
 _WINDOWS_LOCK_OFFSET = 1 << 20  # msvcrt locks a byte range; one far past the holder's text keeps it readable
-
-
-class RunDirBusy(RLEngineError):
-    """Another process is training into the run directory."""
-
-
-class NotARunDir(RLEngineError):
-    """The root dir holds files rlengine did not write."""
 
 
 # -- whose directory is it ------------------------------------------------------------
@@ -72,13 +64,13 @@ def check_only_ours(root_dir: str) -> None:
     if not os.path.lexists(root_dir):
         return
     if not os.path.isdir(root_dir):
-        raise NotARunDir(f"--root-dir {root_dir} is a file, not a directory: choose another --root-dir")
+        raise NotARunDirectory(f"--root-dir {root_dir} is a file, not a directory: choose another --root-dir")
     if is_run_dir(root_dir):
         return
     foreign = sorted((name for name in os.listdir(root_dir) if not _ours(name)),
                      key=lambda name: (name.startswith("."), name))  # a visible name is the telling one
     if foreign:
-        raise NotARunDir(f"--root-dir {root_dir} holds files rlengine did not write (e.g. {foreign[0]!r}) and is "
+        raise NotARunDirectory(f"--root-dir {root_dir} holds files rlengine did not write (e.g. {foreign[0]!r}) and is "
                          "not an rlengine run directory: choose a new or empty --root-dir")
 
 

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from rlengine.api.data import Nest, TimeStep
 from rlengine.api.specs import BoundedTensorSpec
-from rlengine.errors import RLEngineError
+from rlengine.errors import DamagedSpecs
 from rlengine.files import write_atomically
 
 SPECS_FILE = "specs.json"
@@ -37,10 +37,6 @@ FORMAT = 1
 
 class UnsupportedSpec(Exception):
     """A spec nest that this file format cannot hold (not an error of the run)."""
-
-
-class DamagedSpecs(RLEngineError):
-    """``specs.json`` exists but cannot be read back."""
 
 
 def specs_path(root_dir: str) -> str:

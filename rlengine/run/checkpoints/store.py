@@ -49,7 +49,7 @@ from rlengine.run.checkpoints.files import (
     newest_sound_checkpoint,
     write_tf_index,
 )
-from rlengine.run.checkpoints.restoring import CheckpointError, restore_newest  # noqa: F401 (CheckpointError: from here)
+from rlengine.run.checkpoints.restoring import restore_newest
 from rlengine.run.episodes import EpisodeStats
 
 

@@ -1,11 +1,11 @@
-"""Store action distributions as tensors and rebuild them.
+"""The distribution converters: store action distributions as tensors and rebuild them.
 
 Experience goes into tensor arrays, queues and replay buffers, which hold
 tensors only. So the core turns every ``tfp`` distribution in a nest into a
 dict of its tensor parameters, and remembers in the spec nest a
 :class:`DistributionSpec` leaf that says how to rebuild it. Converters are
 registered per distribution class by the ``rlengine_register_distributions``
-hook; the built-in ones live in :mod:`rlengine.builtin.distributions`.
+hook; the built-in ones are registered by :mod:`rlengine.builtin.distributions`.
 """
 
 from __future__ import annotations

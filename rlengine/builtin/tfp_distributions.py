@@ -1,5 +1,8 @@
-"""The built-in distribution converters: ``(class, to_params, from_params)`` per distribution,
-registered by :mod:`rlengine.builtin.distributions`; and :class:`SquashedNormal`, SAC's policy."""
+"""The built-in distributions, all TensorFlow Probability's: :class:`SquashedNormal` (SAC's policy), and
+for each of the seven its converter ``(class, to_params, from_params)`` (:data:`CONVERTERS`).
+
+:mod:`rlengine.builtin.distributions` registers them by name. They live apart from that plugin module
+because this one imports TensorFlow Probability, which listing the plugins must not."""
 
 from __future__ import annotations
 

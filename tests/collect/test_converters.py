@@ -4,7 +4,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from rlengine import SquashedNormal
-from rlengine.collect.distributions import Converters, DistributionSpec, params_spec
+from rlengine.collect.converters import Converters, DistributionSpec, params_spec
 from rlengine.errors import RegistryError
 from rlengine.plugin.registry import KIND_BY_NAME, Entry, Registry
 

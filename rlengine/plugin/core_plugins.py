@@ -1,4 +1,5 @@
-"""The core's own plugins, registered through the same hooks as any third party's.
+"""The list of the core's own plugins (the modules of :mod:`rlengine.builtin`), registered through the
+same hooks as any third party's.
 
 They are loaded by module name before the entry points (so they are there
 in an uninstalled checkout and with ``load_entry_points=False``), and they

@@ -136,12 +136,14 @@ GENERATED = {os.path.basename(p) for p in (HOOKS_PAGE, CLI_PAGE, CONFIG_PAGE)}  
 #: Each file of the example package of docs/plugins.md, as the first line of its block names it.
 PLUGIN_PAGE_FILES = {"setup.py", "tests/test_my_plugin.py",
                      *(f"my_plugin/{m}.py" for m in ("plugin", "algorithm", "qlearner", "optimizers", "environment",
+                                                     "graph_environment",
                                                      "transformer", "writer", "distributions", "pipeline", "command",
                                                      "checks", "callback", "encoder")),
                      "my_plugin/presets/vpg_linewalk.toml"}
 #: The other Python examples, each run by the test named here.
 OTHER_EXAMPLES = {"quickstart.md": ["test_quickstart_python_example_runs"],
-                  "predict.md": ["test_predict_page_example_runs[0]", "test_predict_page_example_runs[1]"]}
+                  "predict.md": ["test_predict_page_example_runs[0]", "test_predict_page_example_runs[1]"],
+                  "graph-environments.md": [f"test_graph_environments_page_examples_run[{i}]" for i in range(4)]}
 #: What of the core an example may import: the public surface, as tests/api/test_public_api.py holds it.
 PUBLIC_NAMES, PUBLIC_KIT_MODULES = public_names(), kit_modules()
 
@@ -247,7 +249,8 @@ def test_plugins_page_examples_register_and_train_together(my_plugin, tmp_path, 
 
     registered = build_plugins(load_entry_points=False,
                                extra_plugins=[("my-plugin", my_plugin)]).registered_by("my-plugin")
-    expected = {"algorithms": ["qlearn", "vpg"], "environments": ["linewalk"], "transformers": ["scale_by_max"],
+    expected = {"algorithms": ["qlearn", "vpg"], "environments": ["linewalk"],
+                "graph_environments": ["my/LineWalk-v0"], "transformers": ["scale_by_max"],
                 "writers": ["csv"], "distributions": ["laplace"], "pipelines": ["round_robin"], "commands": ["score"],
                 "callbacks": ["slow_iterations"], "networks": ["fourier"], "presets": ["vpg/linewalk"]}
     assert set(expected) == {kind.plural for kind in KINDS}, "docs/plugins.md needs a worked example of every kind"
@@ -468,6 +471,33 @@ def test_predict_page_example_runs(predict_run, block):
     from tests.run.test_load_predict import run_documented_examples
 
     run_documented_examples("docs/predict.md", predict_run, only=block)
+
+
+@pytest.mark.first_party
+@pytest.mark.parametrize("block", range(4))
+def test_graph_environments_page_examples_run(block):
+    """docs/graph-environments.md's blocks build on one another: each runs after the ones before it."""
+    pytest.importorskip("rlengine_tfenvs", reason="the graph environments page uses the tfenvs plugin")
+    namespace = {"__name__": "graph_environments_page"}
+    for i, code in enumerate(python_blocks("graph-environments.md")[:block + 1]):
+        exec(compile(code, f"docs/graph-environments.md block {i}", "exec"), namespace)  # noqa: S102
+
+
+def test_plugins_page_graph_environment_is_its_python_twin(my_plugin, tmp_path):
+    """The page's graph LineWalk keeps the graph environment contract and trains as the Python LineWalk does."""
+    from my_plugin.graph_environment import GraphLineWalk
+
+    from rlengine.testing import check_graph_environment
+
+    check_graph_environment(GraphLineWalk("my/LineWalk-v0", num_envs=4), steps=60, random_episodes=False)
+    returns = {}
+    for env in ("linewalk", "my/LineWalk-v0"):
+        raw = {"train": dict(algorithm="vpg", env=env, writers=["csv"], num_envs=4, unroll_length=16,
+                             num_env_steps=512, eval_interval=4, num_eval_episodes=4, seed=2,
+                             root_dir=str(tmp_path / env.replace("/", "-")))}
+        result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin)]).train()
+        returns[env] = [r for _, _, r in result.eval_history]
+    assert returns["my/LineWalk-v0"] == returns["linewalk"] and len(returns["linewalk"]) == 2
 
 
 def test_encoder_example_builds_its_features_from_the_spec(my_package):

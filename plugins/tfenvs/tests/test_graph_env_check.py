@@ -105,7 +105,8 @@ class PythonControlFlow(Tick):
     (WrongDtype, "'broken': time_step.reward must be float32 as its spec says, got float64 (step 1)"),
     (NoAutoreset, "'broken': after LAST the next step must be FIRST (autoreset) (copy 0, step 4)"),
     (GrowingState, "'broken': state['start'] must have shape [2] (batch, then its spec's), got [3] (step 1)"),
-    (SeedIgnored, "'broken': different seeds must give different episodes (the observations are the same)"),
+    (SeedIgnored, "'broken': different seeds must give different episodes (the observations are the same; "
+                  "a deterministic task passes random_episodes=False)"),
     (WrongEnvId, "'broken': env_id must be first_env_id + copy index [3, 4], got [0, 1] (reset)"),
     (PythonControlFlow, "'broken': step must trace into a tf.function and run: OperatorNotAllowedInGraphError"),
 ])
@@ -115,6 +116,10 @@ def test_each_broken_rule_fails_in_one_line_naming_the_env_and_the_rule(env_clas
         check_graph_environment(env, steps=20)
     message = str(caught.value)
     assert message.startswith(rule) and "\n" not in message, message
+
+
+def test_a_deterministic_task_may_ignore_the_seed():
+    check_graph_environment(SeedIgnored("deterministic", 2, seed=0), steps=20, random_episodes=False)
 
 
 def test_the_little_env_of_these_tests_passes():

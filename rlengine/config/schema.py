@@ -76,6 +76,10 @@ class TrainConfig:
     # compile each update's loss and gradients with XLA: 0.75-1.13x the updates/s in the first measurements, a SAC
     # iteration 0.56x as fast on a later CPU (benchmarks/xla_updates.py, docs/configuration.md#xla)
     jit_compile: bool = False
+    # compile a graph environment's unroll (its steps and the policy's) into one XLA program: several times the
+    # collection's env steps/s, and seconds more to start (benchmarks/graph_env_throughput.py --jit-compile-unroll);
+    # a Python environment's unroll calls Python at every step, so it is not compiled
+    jit_compile_unroll: bool = False
     # divide training rewards by a running std of each copy's discounted return (gamma: the algorithm's, else
     # 0.99), as VecNormalize's norm_reward; evaluation and reported returns stay in the game's units
     normalize_reward: bool = False

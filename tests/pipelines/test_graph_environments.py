@@ -159,3 +159,33 @@ def test_register_graph_environments_hook_names_the_env_id_a_run_trains_on(tmp_p
     with pytest.raises(PluginError, match="not a subclass of rlengine.GraphEnvironment"):
         _train(tiny_config(str(tmp_path / "bad"), env="bad/env", num_env_steps=16),
                Registers(bad_env=NotAGraphEnvironment))
+
+
+class Collector:
+    """Keeps the run's collector and the function its iterations ran, at its first iteration."""
+
+    @hookimpl
+    def rlengine_iteration_end(self, run, iteration, metrics):
+        pipeline = run.internals.pipeline
+        self.collector = pipeline.collector
+        self.iteration = (getattr(pipeline, "iterate_in_graph", None) or pipeline.collector.run).function
+
+
+def _xla_compiled(function) -> bool:
+    """Whether a graph ``function`` traced calls a function XLA must compile."""
+    for concrete in function._list_all_concrete_functions():
+        graph_def = concrete.graph.as_graph_def()
+        nodes = [*graph_def.node, *(n for f in graph_def.library.function for n in f.node_def)]
+        if any(node.attr["_XlaMustCompile"].b for node in nodes) or any(
+                f.attr["_XlaMustCompile"].b for f in graph_def.library.function):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("env, compiled", [("graph-counting", True), ("counting", False)])
+def test_jit_compile_unroll_compiles_a_graph_environments_unroll_only(tmp_path, env, compiled):
+    kept = Collector()
+    result, _ = _train(tiny_config(str(tmp_path), env=env, num_env_steps=32, jit_compile_unroll=True), kept)
+    assert result.env_steps == 32 and result.eval_history
+    assert kept.collector.jit_compile == compiled
+    assert _xla_compiled(kept.iteration) == compiled

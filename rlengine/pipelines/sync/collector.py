@@ -26,7 +26,8 @@ class Collector:
     """Collects experience from one batched environment, one unroll per call."""
 
     def __init__(self, env: Environment | GraphEnvironment, chain: TransformerChain, algorithm: Algorithm,
-                 specs: RunSpecs, converters: Converters, unroll_length: int, device: str = ""):
+                 specs: RunSpecs, converters: Converters, unroll_length: int, device: str = "",
+                 jit_compile: bool = False):
         self.env = stepper_for(env, specs.raw_time_step)
         self.chain = chain
         self.algorithm = algorithm
@@ -41,6 +42,11 @@ class Collector:
         # autograph=False (inside): the loops below are explicit, and converting the
         # algorithm's source on first trace cost more than the training.
         self.run = SteppingFunction(self._run, self.env)
+        #: ``train.jit_compile_unroll``: a graph environment's unroll as one XLA program, also inside a pipeline's
+        #: larger graph (a Python environment's steps call Python, which XLA cannot compile)
+        self.jit_compile = jit_compile and not self.env.calls_python
+        self._unroll = tf.function(self._unroll_steps, jit_compile=True, autograph=False) if self.jit_compile \
+            else self._unroll_steps
         # eagerly: it runs once a run (or after an env restart), where tracing it cost three times as long
         self.start = self._start
 
@@ -61,6 +67,9 @@ class Collector:
 
     def _run(self, carry: Carry) -> tuple[Experience, Carry]:
         """Step ``unroll_length`` times; returns ``[T + 1, B]`` rows and the next carry."""
+        return self._unroll(carry)
+
+    def _unroll_steps(self, carry: Carry) -> tuple[Experience, Carry]:
         experience, carry, _ = unroll(self.env, self._act, carry, (), self.specs, self.unroll_length,
                                       self.batch)
         return experience, carry

@@ -54,7 +54,7 @@ class SyncPipeline(Pipeline):
         super().__init__(context, config)
         train = context.config.train
         self.collector = Collector(context.envs[0], context.chain, context.algorithm, context.specs,
-                                   context.converters, train.unroll_length, actor_device(train))
+                                   context.converters, train.unroll_length, actor_device(train), train.jit_compile_unroll)
         self.learner = context.learner
         self.faults = FaultWatch(self.collector.env.env)  # env timeout, restarts, dropped unrolls
         self.clock = GraphClock(train.deterministic)

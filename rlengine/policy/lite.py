@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rlengine.quiet_tensorflow import import_tensorflow, quiet_stderr
+
 MAX_INTERPRETERS = 8  # one per batch size seen, the oldest dropped beyond this
 
 
@@ -29,25 +31,34 @@ class Interpreters(NamedTuple):
     name: str  # "litert" or "tf.lite"
 
 
-def _litert() -> Interpreters:
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+_announced = threading.Event()  # LiteRT's XNNPACK delegate says it was created, once a process
 
-    # without the default XNNPACK delegate: it prints a line to stderr for every interpreter, and for
-    # policy-sized networks the built-in kernels are as fast
-    resolver = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-    return Interpreters(lambda model: Interpreter(model_content=model, num_threads=1,
-                                                  experimental_op_resolver_type=resolver), "litert")
+
+def _litert() -> Interpreters:
+    from ai_edge_litert.interpreter import Interpreter
+
+    def make(model: bytes) -> Any:
+        # with the default XNNPACK delegate: a batch of 64 runs 2-3 times as often a second
+        # (benchmarks/predict_speed.py); the line it prints on its first creation is dropped
+        if _announced.is_set():
+            return Interpreter(model_content=model, num_threads=1)
+        with quiet_stderr():
+            interpreter = Interpreter(model_content=model, num_threads=1)
+            interpreter.allocate_tensors()  # where the delegate is made
+        _announced.set()
+        return interpreter
+
+    return Interpreters(make, "litert")
 
 
 def _tensorflow_lite() -> Interpreters:
-    from rlengine.quiet_tensorflow import import_tensorflow
-
     import_tensorflow()
     import tensorflow as tf
 
     resolver = tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
 
     def make(model: bytes) -> Any:
+        # without the default XNNPACK delegate, which TensorFlow's interpreter announces on stderr every time;
         # tf.lite.Interpreter warns that it moves to LiteRT, which is what runs when installed. A filter
         # (set again each time: test runners reset them) rather than catch_warnings(), which is not
         # thread-safe, and conversion runs in a thread of its own.

@@ -113,8 +113,8 @@ class Export(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("root_dir", metavar="ROOT_DIR", help=ROOT_HELP)
         parser.add_argument("out_dir", metavar="OUT_DIR",
-                            help="new directory for the SavedModel, signature.json and README.txt (an earlier "
-                                 "export there is replaced)")
+                            help="new directory for the SavedModel, its LiteRT model (policy.tflite), signature.json "
+                                 "and README.txt (an earlier export there is replaced)")
         add_checkpoint_argument(parser)
 
     def run(self, args: argparse.Namespace) -> int:

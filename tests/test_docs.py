@@ -459,7 +459,7 @@ def test_quickstart_python_example_runs(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def predict_run(tmp_path_factory):
-    from tests.run.test_load_predict import train_cartpole
+    from tests.policy.runs import train_cartpole
 
     return train_cartpole(tmp_path_factory)
 
@@ -468,7 +468,7 @@ def predict_run(tmp_path_factory):
 @pytest.mark.parametrize("block", [0, 1])
 def test_predict_page_example_runs(predict_run, block):
     """docs/predict.md's examples as written, on a short PPO run of their own."""
-    from tests.run.test_load_predict import run_documented_examples
+    from tests.policy.test_load_predict import run_documented_examples
 
     run_documented_examples("docs/predict.md", predict_run, only=block)
 

@@ -431,7 +431,7 @@ import runpy, sys
 
 class CtrlC:  # Ctrl-C while the command's own module imports what it needs, before main() runs
     def find_spec(self, name, path=None, target=None):
-        if name == "rlengine.errors":
+        if name == "argparse":  # the package rlengine (the facade) has imported rlengine.errors already
             raise KeyboardInterrupt
 
 sys.meta_path.insert(0, CtrlC())

@@ -26,10 +26,11 @@ from rlengine import RLEngineError
 MARKER_FILE = "rlengine-export.json"
 MARKER_FORMAT = 1
 _STAGING = re.compile(r"\.(?P<name>.+)\.rlengine-export-(?P<kind>tmp|old)-(?P<pid>\d+)")
-#: What exports wrote before they had a marker; a directory of only these, whose signature.json is
-#: one of ours, is an earlier export too (so upgrading rlengine-tools does not refuse a re-export).
+#: What exports write besides their marker; a directory of only these, whose signature.json is one of
+#: ours, is an earlier export too (exports before the marker wrote a subset: upgrading rlengine-tools
+#: does not refuse a re-export; and one whose marker was lost is replaced as well).
 _UNMARKED_EXPORT_FILES = ("saved_model.pb", "fingerprint.pb", "signature.json", "README.txt",
-                          "variables/variables.*")
+                          "variables/variables.*", "policy.tflite", "initial_state.npz")
 
 
 def staging_dir(out_dir: str, kind: str, pid: Optional[int] = None) -> str:

@@ -33,6 +33,7 @@ from rlengine.run.checkpoints.restoring import checked_choice, restore_choice
 from rlengine.run.checkpoints.rundir import RunDirectory, claimed
 from rlengine.run.checkpoints.saved_specs import write_specs
 from rlengine.run.checkpoints.store import check_resumable, newest_checkpoint
+from rlengine.run.process.custom_gradients import custom_gradients_released
 from rlengine.run.process.signals import stop_on_signals
 from rlengine.run.process.startup import StartupClock
 from rlengine.run.trainer import Trainer, TrainResult
@@ -94,7 +95,9 @@ class Engine:
         iteration with a checkpoint and :class:`TrainingInterrupted`; a second
         SIGINT aborts at once. The previous handlers are restored afterwards.
         """
-        with stop_on_signals():
+        # TensorFlow keeps every custom gradient a run's graphs registered, and with them those
+        # graphs: released here, or each run trained in this process stays in its memory
+        with stop_on_signals(), custom_gradients_released():
             return self._train()
 
     def _train(self) -> TrainResult:

@@ -37,12 +37,16 @@ class FrameStack(NamedTuple):
     frames: int
 
 
-class Environment:
-    """Base class of every environment plugin (batched, numpy in and out)."""
+class EnvironmentCopies:
+    """What both kinds of environment keep and declare: the copies they step and the specs of one copy.
+
+    :class:`Environment` (Python) and :class:`~rlengine.api.graph_environment.GraphEnvironment`
+    (TensorFlow) build on it; a plugin subclasses one of those two, never this.
+    """
 
     config_class: ClassVar[type] = NoConfig
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, first_env_id: int = 0, config: Any = None):
+    def __init__(self, env_id: str, num_envs: int, seed: int = 0, first_env_id: int = 0, config: Any = None):
         self.env_id = env_id
         self.num_envs = num_envs
         self.seed = seed
@@ -58,8 +62,15 @@ class Environment:
         raise NotImplementedError
 
     def action_spec(self) -> Nest:
-        """Nest of ``tf.TensorSpec`` (``BoundedTensorSpec`` for bounded actions)."""
+        """Nest of ``tf.TensorSpec`` (``BoundedTensorSpec`` for bounded actions), for one copy."""
         raise NotImplementedError
+
+
+class Environment(EnvironmentCopies):
+    """Base class of every environment plugin (batched, numpy in and out)."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, first_env_id: int = 0, config: Any = None):
+        super().__init__(env_id, num_envs, seed, first_env_id, config)
 
     def reset(self) -> TimeStep:
         """Start every copy afresh; returns FIRST steps."""

@@ -27,35 +27,18 @@ runs one against this contract.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from rlengine.api.data import Nest, TimeStep
-from rlengine.api.noconfig import NoConfig
+from rlengine.api.environment import EnvironmentCopies
 
 
-class GraphEnvironment:
-    """Base class of every graph environment plugin (batched tensors in and out, no Python state)."""
+class GraphEnvironment(EnvironmentCopies):
+    """Base class of every graph environment plugin (batched tensors in and out, no Python state).
 
-    config_class: ClassVar[type] = NoConfig
-
-    def __init__(self, env_id: str, num_envs: int, seed: int = 0, first_env_id: int = 0, config: Any = None):
-        self.env_id = env_id
-        self.num_envs = num_envs
-        self.seed = seed
-        self.first_env_id = first_env_id
-        self.config = config
-
-    @property
-    def batch_size(self) -> int:
-        return self.num_envs
-
-    def time_step_spec(self) -> TimeStep:
-        """TimeStep of ``tf.TensorSpec`` nests for one copy (no batch dimension)."""
-        raise NotImplementedError
-
-    def action_spec(self) -> Nest:
-        """Nest of ``tf.TensorSpec`` (``BoundedTensorSpec`` for bounded actions), for one copy."""
-        raise NotImplementedError
+    Built as ``cls(env_id, num_envs, seed, first_env_id, config)``; ``time_step_spec()`` and
+    ``action_spec()`` are one copy's, as an :class:`~rlengine.api.environment.Environment`'s.
+    """
 
     def state_spec(self) -> Nest:
         """Nest of ``tf.TensorSpec`` of one copy's state (no batch dimension).

@@ -13,15 +13,13 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from rlengine_tfenvs.base import PhysicsEnvironment, round_to_float32
+from rlengine_tfenvs.base import round_to_float32
+from rlengine_tfenvs.mountain_car import MAX_POSITION, MAX_SPEED, MIN_POSITION, Hills
 
 __all__ = ["MountainCarContinuous"]
 
 MIN_ACTION = -1.0
 MAX_ACTION = 1.0
-MIN_POSITION = -1.2
-MAX_POSITION = 0.6
-MAX_SPEED = 0.07
 GOAL_POSITION = 0.45
 GOAL_VELOCITY = 0.0
 POWER = 0.0015
@@ -32,21 +30,13 @@ def _f32(value: float) -> float:
     return float(np.float32(value))
 
 
-class MountainCarContinuous(PhysicsEnvironment):
+class MountainCarContinuous(Hills):
     """Drive the car up the right hill with a force in [-1, 1]; +100 at the goal, minus 0.1 force² per step."""
 
     gymnasium_id = "MountainCarContinuous-v0"
     max_episode_steps = 999
-    state_size = 2  # position, velocity
-    num_uniforms = 1
-    observation_low = np.array([MIN_POSITION, -MAX_SPEED], dtype=np.float32)
-    observation_high = np.array([MAX_POSITION, MAX_SPEED], dtype=np.float32)
     action_low = np.array([MIN_ACTION], dtype=np.float32)
     action_high = np.array([MAX_ACTION], dtype=np.float32)
-
-    def initial_physics(self, uniform: tf.Tensor) -> tf.Tensor:
-        position = -0.6 + (-0.4 - -0.6) * uniform[:, 0]
-        return tf.stack([position, tf.zeros_like(position)], axis=1)
 
     def physics_step(self, physics: tf.Tensor, action: tf.Tensor, first: tf.Tensor) -> tuple:
         position, velocity = tf.unstack(physics, axis=1)  # float64 at the first step, float32 values after

@@ -22,20 +22,25 @@ FORCE = 0.001
 GRAVITY = 0.0025
 
 
-class MountainCar(PhysicsEnvironment):
-    """Drive an underpowered car up the right hill: push left (0), none (1) or right (2); -1 per step."""
+class Hills(PhysicsEnvironment):
+    """What both mountain cars share: the state, its bounds, and the start at rest in the valley."""
 
-    gymnasium_id = "MountainCar-v0"
-    max_episode_steps = 200
     state_size = 2  # position, velocity
     num_uniforms = 1
     observation_low = np.array([MIN_POSITION, -MAX_SPEED], dtype=np.float32)
     observation_high = np.array([MAX_POSITION, MAX_SPEED], dtype=np.float32)
-    num_actions = 3
 
     def initial_physics(self, uniform: tf.Tensor) -> tf.Tensor:
         position = -0.6 + (-0.4 - -0.6) * uniform[:, 0]  # numpy's uniform(low=-0.6, high=-0.4)
         return tf.stack([position, tf.zeros_like(position)], axis=1)
+
+
+class MountainCar(Hills):
+    """Drive an underpowered car up the right hill: push left (0), none (1) or right (2); -1 per step."""
+
+    gymnasium_id = "MountainCar-v0"
+    max_episode_steps = 200
+    num_actions = 3
 
     def physics_step(self, physics: tf.Tensor, action: tf.Tensor, first: tf.Tensor) -> tuple:
         position, velocity = tf.unstack(physics, axis=1)

@@ -60,6 +60,7 @@ def test_specs_are_those_of_the_gymnasium_path(env_id):
     assert env.time_step_spec().prev_action == env.action_spec()
 
 
+@pytest.mark.thorough
 @pytest.mark.parametrize("env_id", IDS)
 def test_same_seed_same_episodes_and_a_saved_state_continues_them_exactly(env_id):
     env = make(env_id)

@@ -12,6 +12,8 @@ from rlengine_tfenvs.mountain_car import MountainCar
 from rlengine_tfenvs.pendulum import Pendulum
 from tfenvs_twin import replay_in_gymnasium, rollout
 
+pytestmark = pytest.mark.thorough  # 10,000 steps of each environment: tox -e tfenvs
+
 STEPS = 5_000  # per copy; two copies
 TOLERANCE = 1e-5
 

@@ -17,6 +17,7 @@ def _make(env_id, num_envs=2, first_env_id=0):
     return getattr(importlib.import_module(module), name)(env_id, num_envs, seed=0, first_env_id=first_env_id)
 
 
+@pytest.mark.thorough
 @pytest.mark.parametrize("env_id", list(GRAPH_ENVIRONMENTS))
 def test_first_party_environments_keep_the_contract(env_id):
     env = _make(env_id, num_envs=2, first_env_id=5)

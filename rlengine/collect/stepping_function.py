@@ -112,8 +112,9 @@ class SteppingFunction:
             pass
         finally:  # an environment error of the rerun must not stand for the first error
             self.caller.error = env_error
-            if getattr(self.caller.env, "failure", None) is not None:
-                self.caller.env.failure = None
+            env: Any = self.caller.env  # a guarded Python environment records its failure there
+            if getattr(env, "failure", None) is not None:
+                env.failure = None
 
 
 @functools.cache

@@ -16,13 +16,15 @@ Writing is best effort: a read-only run directory loads as before.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, cast
 
 import numpy as np
 
+from rlengine.files import write_atomically
 from rlengine.policy.arrays import Leaf, flatten
 from rlengine.policy.lite import LiteStep
 
@@ -79,14 +81,11 @@ def write_cache(path: str, key: str, run_seed: int, nests: dict, steps: Any) -> 
     if sampling is not None:
         arrays["sampling"] = np.frombuffer(sampling.model, np.uint8)
     arrays.update({f"state{i:03d}": state for i, state in enumerate(one)})
-    tmp = f"{path}.tmp-{os.getpid()}"
+    packed = io.BytesIO()
+    np.savez(packed, **arrays)  # type: ignore[arg-type]  # numpy's stubs read the keywords as allow_pickle
     try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
+        write_atomically(path, packed.getvalue())
     except OSError:
-        if os.path.exists(tmp):
-            os.remove(tmp)
         return False
     _remove_orphans(os.path.dirname(path))
     return True
@@ -139,7 +138,7 @@ class CachedSteps:
         noise = description["noise"]
         self._sampling = None if noise is None else LiteStep(cached["sampling"].tobytes(), shapes, outputs,
                                                              len(observations), tuple(noise))
-        self._full, self._built = full, None
+        self._full, self._built = full, cast(Any, None)  # the full policy, built only if ever needed
 
     def initial_state(self, rows: int) -> tuple:
         return tuple(np.repeat(state, rows, axis=0) for state in self._state)

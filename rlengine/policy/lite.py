@@ -107,6 +107,7 @@ class LiteStep:
 
     def noise_size(self, batch: int) -> int:
         """How many uniform draws a sampling step takes for ``batch`` rows."""
+        assert self.noise is not None, "a greedy step draws no noise"
         per_row, fixed = self.noise
         return per_row * batch + fixed
 

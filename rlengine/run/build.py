@@ -83,7 +83,7 @@ class Components:
             raise errors[0]
 
 
-def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type]:
+def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type[Any]]:
     """(section name, class) of the run's environment: a graph environment registered under ``train.env``,
     else an environment registered by that name, else the provider."""
     env, graph_envs, envs = config.train.env, plugins.registries.graph_environments, plugins.registries.environments

@@ -47,7 +47,7 @@ class EchoEnv(CountingEnv):
     The clock, the copies' ids and the specs are ``counting``'s; the observation is ``[env_id, t]``.
     """
 
-    config_class = EchoConfig
+    config_class = EchoConfig  # type: ignore[assignment]  # counting's clock, with echo's own keys
 
     def __init__(self, env_id, num_envs, seed, first_env_id=0, config=None):
         super().__init__(env_id, num_envs, seed, first_env_id, config or EchoConfig())

@@ -134,7 +134,8 @@ class _Checker:
         if not np.isin(ts.discount, (0.0, 1.0)).all():
             self.fail(f"discount must be 0 (terminated) or 1, got {ts.discount.tolist()} ({where})")
         first = ts.step_type == StepType.FIRST
-        self.copies_fail(previous is None and ~first, "reset must return FIRST steps", where)
+        if previous is None:
+            self.copies_fail(~first, "reset must return FIRST steps", where)
         self.copies_fail((ts.discount == 0) & (ts.step_type != StepType.LAST), "a discount of 0 only on a LAST step", where)
         if previous is not None:
             was_last = previous.step_type == StepType.LAST
@@ -184,8 +185,8 @@ def _first_line(err: BaseException) -> str:
 def _random_leaf(rng: np.random.Generator, spec: tf.TensorSpec, batch: int) -> np.ndarray:
     shape = (batch, *spec.shape)
     dtype = spec.dtype.as_numpy_dtype
-    low = getattr(spec, "minimum", None)
-    high = getattr(spec, "maximum", None)
+    low: Any = getattr(spec, "minimum", None)
+    high: Any = getattr(spec, "maximum", None)
     if spec.dtype.is_integer or spec.dtype.is_bool:
         low = 0 if low is None else low
         high = 1 if high is None else high

@@ -8,6 +8,7 @@ from rlengine import GraphEnvironment, StepType, hookimpl
 from rlengine.errors import PluginError
 from rlengine.run.engine import Engine
 from rlengine.testing import MemoryWriter, testing_plugin, tiny_config
+from tests.run.test_resume import Interrupted, StopAfterCheckpoint
 
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 
@@ -84,20 +85,6 @@ class StepTypes:
     @hookimpl
     def rlengine_iteration_end(self, run, iteration, metrics):
         self.rows.append(run.internals.pipeline.carry.experience.step_type.numpy().tolist())
-
-
-class Interrupted(Exception):
-    pass
-
-
-class StopAfterCheckpoint:
-    def __init__(self, iteration):
-        self.iteration = iteration
-
-    @hookimpl
-    def rlengine_checkpoint_saved(self, run, iteration, path):
-        if iteration == self.iteration:
-            raise Interrupted(path)
 
 
 def test_an_interrupted_graph_environment_run_continues_its_episodes(tmp_path):

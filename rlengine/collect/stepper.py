@@ -75,11 +75,15 @@ class GraphStepper:
         return self.env.state_spec()
 
     def reset(self) -> tuple[Nest, TimeStep]:
-        seed = tf.stack([tf.constant(self.env.seed % 2**31, tf.int32), self.resets.assign_add(1) - 1])
-        return self.env.reset(seed)
+        return self.env.reset(reset_seed(self.env, self.resets.assign_add(1) - 1))
 
     def step(self, env_state: Nest, action: Nest) -> tuple[Nest, TimeStep]:
         return self.env.step(env_state, action)
+
+
+def reset_seed(env: GraphEnvironment, resets: Any) -> Any:
+    """The int32 ``[2]`` seed of ``env``'s reset number ``resets``: the run's seed, then the count."""
+    return tf.stack([tf.constant(env.seed % 2**31, tf.int32), tf.cast(resets, tf.int32)])
 
 
 Stepper = Union[PythonStepper, GraphStepper]

@@ -20,6 +20,7 @@ from rlengine.api.placement import HOST, checked_device, on_device
 from rlengine.api.specs import RunSpecs, check_nest
 from rlengine.collect.converters import Converters
 from rlengine.collect.faults import GuardedEnvironment
+from rlengine.collect.stepper import reset_seed
 from rlengine.collect.transformers import TransformerChain
 from rlengine.config import RunConfig
 from rlengine.errors import ConfigError
@@ -207,7 +208,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
 def first_time_step(env: Environment | GraphEnvironment) -> Any:
     """The time step ``env`` starts with (a graph environment's reset also returns its state)."""
     if isinstance(env, GraphEnvironment):
-        return env.reset(tf.constant([env.seed % 2**31, 0], tf.int32))[1]
+        return env.reset(reset_seed(env, 0))[1]
     return env.reset()
 
 

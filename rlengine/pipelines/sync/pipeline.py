@@ -70,6 +70,14 @@ class SyncPipeline(Pipeline):
         """``(outputs of function(carry), dropped)``; the carry goes on from a recreated env if dropped."""
         return self.faults.run(function, self.carry)
 
+    def _timed_in_graph(self, function: Any) -> tuple:
+        """``(outputs, collect seconds, update seconds, dropped)`` of one graph call ``function(carry)`` whose
+        last output is the clock when its collection ended (:class:`GraphClock`)."""
+        t0 = self.clock.now()
+        (*outputs, collected), dropped = self._collect(function)
+        seconds, collect_seconds = self.clock.now() - t0, float(collected.numpy()) - t0
+        return outputs, collect_seconds, seconds - collect_seconds, dropped
+
     def _iteration(self, experience: Any, losses: dict, t0: float, t1: float, dropped: bool) -> Iteration:
         return Iteration(experience, losses, t1 - t0, time.perf_counter() - t1, metrics=self.faults.metrics(),
                          dropped=dropped)
@@ -125,12 +133,10 @@ class OnPolicyPipeline(SyncPipeline):
         return experience, carry, self.learner._train(experience), collected
 
     def iterate(self, env_steps: int) -> Iteration:
-        if self.iterate_in_graph is not None:
-            t0 = self.clock.now()
-            (experience, self.carry, losses, collected), _ = self._collect(self.iterate_in_graph)
-            seconds, collect_seconds = self.clock.now() - t0, float(collected.numpy()) - t0
-            return Iteration(experience, losses, collect_seconds, seconds - collect_seconds,
-                             metrics=self.faults.metrics())
+        if self.iterate_in_graph is not None:  # a graph environment is never dropped
+            (experience, self.carry, losses), collect_seconds, update_seconds, _ = self._timed_in_graph(
+                self.iterate_in_graph)
+            return Iteration(experience, losses, collect_seconds, update_seconds, metrics=self.faults.metrics())
         t0 = time.perf_counter()
         (experience, self.carry), dropped = self._collect(self.collector.run)
         t1 = time.perf_counter()
@@ -223,17 +229,15 @@ class OffPolicyPipeline(SyncPipeline):
 
     def iterate(self, env_steps: int) -> Iteration:
         warming_up = self.schedule.warming_up(env_steps)
-        t0 = self.clock.now()
-        (experience, carry, losses, collected), dropped = self._collect(
+        (experience, carry, losses), collect_seconds, update_seconds, dropped = self._timed_in_graph(
             lambda c: self.iterate_in_graph(c, self.warming_up[warming_up], self.num_updates))
-        seconds, collect_seconds = self.clock.now() - t0, float(collected.numpy()) - t0
         if dropped:  # nothing stored or trained; cut the stored episodes where the crash began, restart from FIRST
             self.schedule.dropped()
             self.start()
         else:
             self.carry = carry
-        return Iteration(experience, {} if warming_up or dropped else losses, collect_seconds,
-                         seconds - collect_seconds, metrics=self.faults.metrics(), dropped=dropped)
+        return Iteration(experience, {} if warming_up or dropped else losses, collect_seconds, update_seconds,
+                         metrics=self.faults.metrics(), dropped=dropped)
 
 
 def _carry_fits(arrays: list, template: Carry, batch: int) -> bool:

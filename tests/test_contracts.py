@@ -19,7 +19,7 @@ from devtools.docgen import HOOKS_PAGE, hook_signature
 from rlengine import ObservationTransformer, SummaryWriter, hookimpl
 from rlengine.api.specs import RunSpecs
 from rlengine.collect.converters import Converters
-from rlengine.errors import ConfigError
+from rlengine.errors import ConfigError, RegistryError
 from rlengine.plugin import hookspecs
 from rlengine.plugin.manager import build_plugins
 from rlengine.run.build import build_components
@@ -137,6 +137,13 @@ def test_register_environments_hook_selects_by_name_and_as_provider(tmp_path):
     _components(_engine(tiny_config(env="Other-v0", env_provider="named-counting"),
                         ("mine", RegistersEnvironment())), tmp_path).close()
     assert set(NamedCounting.made) == {"Other-v0"}  # an unregistered id goes to the provider
+    NamedCounting.made = []
+    _components(_engine(tiny_config(env="named-counting/Task-v0", env_provider="absent"),
+                        ("mine", RegistersEnvironment())), tmp_path).close()
+    assert set(NamedCounting.made) == {"named-counting/Task-v0"}  # name/task goes to name, id and all
+    with pytest.raises(RegistryError, match="'absent'"):  # a prefix nobody registered is no provider
+        _components(_engine(tiny_config(env="other/Task-v0", env_provider="absent"),
+                            ("mine", RegistersEnvironment())), tmp_path)
 
 
 @attrs.define

@@ -53,8 +53,9 @@ def rlengine_register_environments(register: Register) -> None:
 
     Called once when the plugin manager is built. ``register(name, cls)``
     takes a unique name and a subclass of :class:`rlengine.Environment`. A
-    run whose ``train.env`` is a registered name uses that class; any other
-    id goes to the class named by ``train.env_provider`` (default ``gym``).
+    run whose ``train.env`` is a registered name uses that class, and so
+    does an id ``name/task`` (``envpool/Pong-v5`` goes to ``envpool``); any
+    other id goes to the class named by ``train.env_provider`` (default ``gym``).
     The return value is ignored.
     """
 

@@ -86,11 +86,13 @@ class Components:
 
 def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type[Any]]:
     """(section name, class) of the run's environment: a graph environment registered under ``train.env``,
-    else an environment registered by that name, else the provider."""
+    else an environment registered by that name, else the one registered as the ``name`` of a ``name/task``
+    id (``envpool/Pong-v5``), else the provider."""
     env, graph_envs, envs = config.train.env, plugins.registries.graph_environments, plugins.registries.environments
     if env in graph_envs:
         return env, graph_envs.get(env).obj
-    name = env if env in envs else config.train.env_provider
+    prefix, slash, _ = env.partition("/")
+    name = env if env in envs else prefix if slash and prefix in envs else config.train.env_provider
     return name, envs.get(name).obj
 
 

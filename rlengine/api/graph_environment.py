@@ -23,11 +23,15 @@ time limit) discount 1; ``env_id`` numbers the copies from ``first_env_id``.
 Register a graph environment under the id users train on (``rlengine train --env tf/CartPole-v1``)
 with ``rlengine_register_graph_environments``; :func:`rlengine.testing.check_graph_environment`
 runs one against this contract.
+
+A graph environment that reproduces a Python one names it in ``twin_of`` (``"CartPole-v1"`` for
+``tf/CartPole-v1``): a run given no config then starts from the twin's preset
+(:mod:`rlengine.config.presets`) when no preset names the graph environment's own id.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Optional
 
 from rlengine.api.data import Nest, TimeStep
 from rlengine.api.environment import EnvironmentCopies
@@ -39,6 +43,10 @@ class GraphEnvironment(EnvironmentCopies):
     Built as ``cls(env_id, num_envs, seed, first_env_id, config)``; ``time_step_spec()`` and
     ``action_spec()`` are one copy's, as an :class:`~rlengine.api.environment.Environment`'s.
     """
+
+    #: The id of the Python environment this one reproduces (a Gymnasium id, ``"CartPole-v1"``), or None.
+    #: A preset registered for that id serves this one too, unless a preset names this one's own id.
+    twin_of: ClassVar[Optional[str]] = None
 
     def state_spec(self) -> Nest:
         """Nest of ``tf.TensorSpec`` of one copy's state (no batch dimension).

@@ -99,7 +99,7 @@ def with_preset(args: argparse.Namespace, overrides: list) -> argparse.Namespace
         from rlengine.plugin.manager import build_plugins  # no TensorFlow
 
         plugins = build_plugins(disabled=args.disable_plugin)
-    _, preset = starting_config(None, overrides, plugins.registries.presets)
+    _, preset = starting_config(None, overrides, plugins.registries.presets, plugins.registries.graph_environments)
     if preset is None:
         return args
     print(preset.announcement(), flush=True)

@@ -7,12 +7,15 @@ section). A run given no config, whose overrides name its algorithm or env
 (``rlengine train --algorithm sac --env Pendulum-v1``, or ``Engine(None,
 ["train.algorithm=sac", ...])``), starts from the preset of that pair when
 one is registered; its overrides apply on top. A config file (or dict) is
-used as it is, and no overrides at all give the embedded demo.
+used as it is, and no overrides at all give the embedded demo. A graph
+environment that names its Python twin (``GraphEnvironment.twin_of``: ``tf/CartPole-v1``
+is ``CartPole-v1``'s) takes the twin's preset when none names its own id.
 
 :func:`starting_config` is that choice, for :class:`rlengine.Engine` and for
 the ``--seeds`` parent alike. This module imports nothing of the plugin host:
 it is handed the preset registry (anything with ``in`` and ``get(name)``
-returning an entry with ``obj``, the path, and ``plugin``).
+returning an entry with ``obj``, the path, and ``plugin``), and the graph
+environments' registry (whose entries' ``obj`` is the class) to find twins.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ class PresetRegistry(Protocol):
     def get(self, name: str) -> Any: ...  # an entry: ``obj`` (the path) and ``plugin`` (who registered it)
 
 
+GraphEnvironmentRegistry = PresetRegistry  # the same two methods; an entry's ``obj`` is the class
+
+
 def preset_name(algorithm: Any, env: Any) -> str:
     """The registered name of the preset of a pair: ``"<algorithm>/<env id>"``."""
     return f"{algorithm}/{env}"
@@ -51,6 +57,7 @@ class Preset:
     name: str  # "<algorithm>/<env id>"
     path: str
     plugin: str
+    serves: Optional[str] = None  # the graph environment's id, when the preset is its twin's
 
     def read(self) -> dict:
         """The file's tables; its ``[train]`` must name the pair it is registered for."""
@@ -75,7 +82,8 @@ class Preset:
 
     def announcement(self) -> str:
         """The one line ``rlengine train`` prints when the preset is used."""
-        return (f"rlengine: settings from the preset {self.name} (plugin {self.plugin!r}); "
+        twin = f", for {self.serves}, its twin" if self.serves else ""
+        return (f"rlengine: settings from the preset {self.name} (plugin {self.plugin!r}{twin}); "
                 f"{NO_PRESET_FLAG} for plain defaults")
 
     def origin(self) -> str:
@@ -83,11 +91,15 @@ class Preset:
         return f"the preset {self.name} (plugin {self.plugin!r}, {self.path})"
 
 
-def find_preset(algorithm: Any, env: Any, presets: PresetRegistry) -> Optional[Preset]:
-    """The preset registered for the pair, or None."""
+def find_preset(algorithm: Any, env: Any, presets: PresetRegistry,
+                graph_environments: Optional[GraphEnvironmentRegistry] = None) -> Optional[Preset]:
+    """The preset registered for the pair, else the one of ``env``'s twin when it is a graph environment
+    (``graph_environments``: their registry) that names one, or None."""
     name = preset_name(algorithm, env)
     if name not in presets:
-        return None
+        twin = twin_of(env, graph_environments)
+        found = None if twin is None else find_preset(algorithm, twin, presets)
+        return None if found is None else attrs.evolve(found, serves=env)
     entry = presets.get(name)
     path = entry.obj
     if not isinstance(path, (str, os.PathLike)):
@@ -96,19 +108,27 @@ def find_preset(algorithm: Any, env: Any, presets: PresetRegistry) -> Optional[P
     return Preset(name, os.fspath(path), entry.plugin)
 
 
+def twin_of(env: Any, graph_environments: Optional[GraphEnvironmentRegistry]) -> Optional[str]:
+    """The id of the Python environment the graph environment ``env`` reproduces (its ``twin_of``), or None."""
+    if graph_environments is None or not isinstance(env, str) or env not in graph_environments:
+        return None
+    return getattr(graph_environments.get(env).obj, "twin_of", None)
+
+
 def chooses_algorithm_or_env(overrides: list) -> bool:
     """Whether the overrides set ``train.algorithm`` or ``train.env`` (then the demo config is not wanted)."""
     return any(o.split("=", 1)[0].strip() in ("train.algorithm", "train.env") for o in overrides)
 
 
-def starting_config(config: ConfigSource, overrides: list,
-                    presets: Optional[PresetRegistry] = None) -> tuple[dict, Optional[Preset]]:
+def starting_config(config: ConfigSource, overrides: list, presets: Optional[PresetRegistry] = None,
+                    graph_environments: Optional[GraphEnvironmentRegistry] = None) -> tuple[dict, Optional[Preset]]:
     """The raw tables a run starts from, before its overrides, and the preset they came from (or None).
 
     ``config`` is a TOML file's path or a dict of tables (used as given), or
     None: then the embedded demo, unless the overrides choose an algorithm or
-    env: then the preset of that pair from ``presets`` (None: presets off), and
-    without one every setting's default (``{}``).
+    env: then the preset of that pair from ``presets`` (None: presets off), or
+    of the env's twin (:func:`find_preset`), and without one every setting's
+    default (``{}``).
     """
     if isinstance(config, (str, os.PathLike)):
         return read_toml(os.fspath(config)), None
@@ -119,7 +139,8 @@ def starting_config(config: ConfigSource, overrides: list,
     if presets is not None:
         train = apply_overrides({}, overrides).get("train", {})
         defaults = TrainConfig()
-        preset = find_preset(train.get("algorithm", defaults.algorithm), train.get("env", defaults.env), presets)
+        preset = find_preset(train.get("algorithm", defaults.algorithm), train.get("env", defaults.env), presets,
+                             graph_environments)
         if preset is not None:
             return preset.read(), preset
     return {}, None

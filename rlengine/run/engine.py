@@ -67,7 +67,9 @@ class Engine:
         self.force = force  # resume a root dir even if its config.toml differs (``rlengine train --force``)
         self.plugins = plugins or build_plugins(disabled=disabled_plugins, extra_plugins=extra_plugins)
         self.plugins.raise_failures()
-        raw, preset = starting_config(config, overrides, self.plugins.registries.presets if use_preset else None)
+        registries = self.plugins.registries
+        raw, preset = starting_config(config, overrides, registries.presets if use_preset else None,
+                                      registries.graph_environments)
         #: the preset the settings start from; None: a config was given, the demo, or no preset for the pair
         self.preset: Optional[Preset] = preset
         with naming_preset(self.preset):

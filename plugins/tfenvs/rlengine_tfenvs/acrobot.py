@@ -66,7 +66,7 @@ def _wrap(x, low, high):
 class Acrobot(PhysicsEnvironment):
     """Swing the tip of a two-link chain above a line with torques -1, 0, +1 on the joint; -1 per step."""
 
-    gymnasium_id = "Acrobot-v1"
+    twin_of = "Acrobot-v1"
     max_episode_steps = 500
     state_size = 4  # theta1, theta2, dtheta1, dtheta2
     num_uniforms = 4

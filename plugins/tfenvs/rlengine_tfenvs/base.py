@@ -43,8 +43,8 @@ def _rows(mask: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
 class PhysicsEnvironment(GraphEnvironment):
     """A batch of copies of one classic-control task; subclasses set the constants and the physics."""
 
-    #: The Gymnasium id this environment reproduces (``"CartPole-v1"``).
-    gymnasium_id: ClassVar[str]
+    #: The Gymnasium id this environment reproduces (``"CartPole-v1"``); its presets serve this one too.
+    twin_of: ClassVar[str]
     #: Gymnasium's registered ``max_episode_steps``: the step that reaches it is truncated.
     max_episode_steps: ClassVar[int]
     #: Length of the physics vector, and how many uniform draws an initial state takes.

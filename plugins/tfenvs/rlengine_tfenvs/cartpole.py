@@ -31,7 +31,7 @@ X_THRESHOLD = 2.4
 class CartPole(PhysicsEnvironment):
     """Push a cart left (0) or right (1) to keep its pole upright; +1 per step, 500 steps at most."""
 
-    gymnasium_id = "CartPole-v1"
+    twin_of = "CartPole-v1"
     max_episode_steps = 500
     state_size = 4  # x, x_dot, theta, theta_dot
     num_uniforms = 4

@@ -33,7 +33,7 @@ def _f32(value: float) -> float:
 class MountainCarContinuous(Hills):
     """Drive the car up the right hill with a force in [-1, 1]; +100 at the goal, minus 0.1 force² per step."""
 
-    gymnasium_id = "MountainCarContinuous-v0"
+    twin_of = "MountainCarContinuous-v0"
     max_episode_steps = 999
     action_low = np.array([MIN_ACTION], dtype=np.float32)
     action_high = np.array([MAX_ACTION], dtype=np.float32)

@@ -39,7 +39,7 @@ def _graph_env(env: Any) -> PhysicsEnvironment:
             raise ValueError(f"unknown graph environment {env!r}; known: {', '.join(GRAPH_ENVIRONMENTS)}")
         module, _, name = GRAPH_ENVIRONMENTS[env].partition(":")
         return getattr(importlib.import_module(module), name)(env, num_envs=1)
-    return env(f"tf/{env.gymnasium_id}", num_envs=1)
+    return env(f"tf/{env.twin_of}", num_envs=1)
 
 
 class GraphEnvAsGymnasium(gymnasium.Env):

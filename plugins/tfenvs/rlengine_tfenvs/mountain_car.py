@@ -38,7 +38,7 @@ class Hills(PhysicsEnvironment):
 class MountainCar(Hills):
     """Drive an underpowered car up the right hill: push left (0), none (1) or right (2); -1 per step."""
 
-    gymnasium_id = "MountainCar-v0"
+    twin_of = "MountainCar-v0"
     max_episode_steps = 200
     num_actions = 3
 

@@ -31,7 +31,7 @@ def angle_normalize(x: tf.Tensor) -> tf.Tensor:
 class Pendulum(PhysicsEnvironment):
     """Swing a pendulum up and keep it upright with a torque in [-2, 2]; never terminates, 200 steps."""
 
-    gymnasium_id = "Pendulum-v1"
+    twin_of = "Pendulum-v1"
     max_episode_steps = 200
     state_size = 2  # theta, theta_dot
     num_uniforms = 2

@@ -54,9 +54,9 @@ POLICIES = {
 RESYNC_EVERY_STEP = (CartPole, Acrobot)
 
 
-@pytest.mark.parametrize("env_class", list(POLICIES), ids=lambda c: c.gymnasium_id)
+@pytest.mark.parametrize("env_class", list(POLICIES), ids=lambda c: c.twin_of)
 def test_graph_env_steps_as_gymnasium_does(env_class):
-    env = env_class(f"tf/{env_class.gymnasium_id}", num_envs=2, seed=0)
+    env = env_class(f"tf/{env_class.twin_of}", num_envs=2, seed=0)
     rows = rollout(env, POLICIES[env_class], STEPS, seed=7)
     resync = "step" if env_class in RESYNC_EVERY_STEP else "episode"
     figures = [replay_in_gymnasium(env, rows, copy, TOLERANCE, resync) for copy in range(2)]

@@ -78,7 +78,7 @@ def observation_of(gym_env: gymnasium.Env) -> np.ndarray:
 
 def replay_in_gymnasium(graph_env, rows: dict, copy: int, tolerance: float = 1e-5, resync: str = "episode") -> dict:
     """Replay copy ``copy`` of ``rows`` in Gymnasium; fail on the first disagreement, else return figures."""
-    gym_env = gymnasium.make(graph_env.gymnasium_id)
+    gym_env = gymnasium.make(graph_env.twin_of)
     gym_env.reset(seed=copy)
     worst, lengths, length, terminations, truncations = 0.0, [], 0, 0, 0
     gym_obs = None

@@ -16,9 +16,12 @@ from rlengine_gym.worker_faults import install_command
 __all__ = ["GymConfig", "atari_settings"]
 
 
+VECTORIZATIONS = ("auto", "sync", "async", "native")
+
+
 def _check_vectorization(_inst: Any, _attr: Any, value: Any) -> None:
-    if value not in ("sync", "async"):
-        raise ConfigError(f'[gym] vectorization must be "sync" or "async", got {value!r}')
+    if value not in VECTORIZATIONS:
+        raise ConfigError(f'[gym] vectorization must be "auto", "sync", "async" or "native", got {value!r}')
 
 
 def _check_max_episode_steps(_inst: Any, _attr: Any, value: Any) -> None:
@@ -59,8 +62,12 @@ _BOOL = attrs.validators.instance_of(bool)
 class GymConfig:
     """The ``[gym]`` section of a run's config."""
 
-    #: "sync": every copy steps in this process; "async": one worker process per copy.
-    vectorization: str = attrs.field(default="sync", validator=_check_vectorization)
+    #: "auto": "native" where the id has a vector env that can honour the other keys, else "sync";
+    #: "sync": every copy steps in this process; "async": one worker process per copy;
+    #: "native": the id's own vector env (Gymnasium's vector entry point), all copies in one numpy step.
+    vectorization: str = attrs.field(default="auto", validator=_check_vectorization)
+    #: Make the id with the old ``gym`` package (0.21 or 0.26 API) through shimmy; needs the legacy extra.
+    legacy: bool = attrs.field(default=False, validator=_BOOL)
     #: Overrides the episode step limit of the registered id (``None``: keep it).
     max_episode_steps: int | None = attrs.field(default=None, validator=_check_max_episode_steps)
     #: Passed to ``gymnasium.make``; "rgb_array" enables ``render()``.

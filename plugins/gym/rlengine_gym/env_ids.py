@@ -2,7 +2,9 @@
 
 An id is a registered Gymnasium id (``CartPole-v1``), an Atari one (``ALE/Pong-v5``, whose
 ids ``ale-py`` registers only when asked for), or ``module:Name-v0``, whose module is
-imported first because importing it registers the id. An id that resolves to nothing is a
+imported first because importing it registers the id. An id of the old ``gym`` package
+(``legacy``, or a module that registered it with gym) resolves through
+:mod:`rlengine_gym.legacy`. An id that resolves to nothing is a
 one-line ``ConfigError`` naming the registered ids closest to it, if any are close.
 """
 
@@ -15,14 +17,18 @@ import gymnasium
 
 from rlengine import ConfigError
 from rlengine_gym.atari import is_ale_id, register_ale
+from rlengine_gym.legacy import legacy_spec, quiet_gym_before, registered_with_gym
 from rlengine_gym.worker import split_env_id
 from rlengine_gym.worker_faults import missing_dependency_error
 
 __all__ = ["resolve_env_id"]
 
 
-def resolve_env_id(env_id: str) -> gymnasium.envs.registration.EnvSpec:
-    """The registered spec of ``env_id`` (``module:`` prefix imported); ``ConfigError`` if unknown."""
+def resolve_env_id(env_id: str, legacy: bool = False) -> gymnasium.envs.registration.EnvSpec:
+    """The registered spec of ``env_id`` (``module:`` prefix imported); ``ConfigError`` if unknown.
+
+    ``legacy``: the id is one of the old ``gym`` package's (a spec that makes it through shimmy).
+    """
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"the environment id must be a non-empty string, got {env_id!r}")
     module, name = split_env_id(env_id)
@@ -32,12 +38,17 @@ def resolve_env_id(env_id: str) -> gymnasium.envs.registration.EnvSpec:
         except ImportError as err:
             raise missing_dependency_error(env_id, err, "ale_py") from None
     if module:
+        quiet_gym_before(module)
         try:
             importlib.import_module(module)
         except ImportError as err:
+            if err.name == "gym":
+                raise missing_dependency_error(env_id, err, "rlengine_gym.legacy") from None
             raise ConfigError(
                 f"cannot import module {module!r} named by environment id {env_id!r}: {err}"
             ) from None
+    if legacy or registered_with_gym(name):
+        return legacy_spec(env_id)
     try:
         return gymnasium.spec(name)
     except gymnasium.error.Error:

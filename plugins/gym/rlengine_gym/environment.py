@@ -34,13 +34,11 @@ from rlengine_gym import test_envs  # noqa: F401  (registers the rlengine/* ids 
 from rlengine_gym.atari import make_atari_env
 from rlengine_gym.config import GymConfig, atari_settings
 from rlengine_gym.env_ids import resolve_env_id
-from rlengine_gym.worker import entry_point_module, make_env, quiet_worker
-from rlengine_gym.worker_faults import (
-    missing_dependency_error,
-    terminate_workers,
-    worker_faults,
-)
-from rlengine_gym.worker_start import START_METHOD, draws_in_workers, main_module_hidden, picklable, workers_need_main
+from rlengine_gym.native import autoreset_mode, native_state, step_then_reset
+from rlengine_gym.vector_envs import choose_vectorization, make_vector_env
+from rlengine_gym.worker import make_env
+from rlengine_gym.worker_faults import terminate_workers, worker_faults
+from rlengine_gym.worker_start import picklable
 
 __all__ = ["GymConfig", "GymEnvironment", "make_env"]
 
@@ -76,7 +74,7 @@ class GymEnvironment(Environment):
         self._broken = False  # a worker died: close by terminating the others, without waiting for it
         self.last_info: dict = {}
 
-        spec = resolve_env_id(env_id)
+        spec = resolve_env_id(env_id, legacy=config.legacy)
         kwargs = dict(config.make_kwargs)
         if config.max_episode_steps is not None:
             kwargs["max_episode_steps"] = int(config.max_episode_steps)
@@ -90,27 +88,10 @@ class GymEnvironment(Environment):
             thunk = functools.partial(make_env, env_id, spec_arg, kwargs)
         else:
             thunk = functools.partial(make_atari_env, env_id, spec_arg, kwargs, atari)
-        env_fns = [thunk] * self.num_envs
-        self.vectorization = "async" if draws_in_workers(spec, config) else config.vectorization
-        try:
-            if self.vectorization == "sync":
-                self._venv = SyncVectorEnv(env_fns, copy=False, autoreset_mode=AutoresetMode.NEXT_STEP)
-            else:
-                hide_main = not workers_need_main(thunk)
-                with main_module_hidden(hide_main):
-                    self._venv = AsyncVectorEnv(
-                        env_fns,
-                        shared_memory=True,
-                        copy=False,
-                        context=START_METHOD,
-                        autoreset_mode=AutoresetMode.NEXT_STEP,
-                        worker=quiet_worker,
-                    )
-        except TypeError as err:
-            raise ConfigError(f"cannot make environment {env_id!r} with arguments {kwargs}: {err}") from None
-        except (gymnasium.error.DependencyNotInstalled, ImportError) as err:  # LunarLander without Box2D, ...
-            raise missing_dependency_error(env_id, err, entry_point_module(spec)) from err
-
+        self.vectorization = choose_vectorization(env_id, spec, config, kwargs, atari is not None)
+        self._venv = make_vector_env(env_id, spec, thunk, self.num_envs, kwargs, self.vectorization)
+        self._disabled_autoreset = (self.vectorization == "native"
+                                    and autoreset_mode(self._venv) == AutoresetMode.DISABLED)
         try:
             self._build_specs()
         except BaseException:
@@ -157,7 +138,7 @@ class GymEnvironment(Environment):
         seeds = None
         if not self._seeded and self.seed is not None:
             base = int(self.seed) + self.first_env_id
-            seeds = [base + i for i in range(self.num_envs)]
+            seeds = base if self.vectorization == "native" else [base + i for i in range(self.num_envs)]
             venv.action_space.seed(base)
             venv.single_action_space.seed(base)
             if isinstance(venv, SyncVectorEnv):
@@ -205,14 +186,17 @@ class GymEnvironment(Environment):
         )
 
     def state(self) -> bytes:
-        """The copies' whole state (episodes in progress, random generators), pickled; sync only.
+        """The copies' whole state (episodes in progress, random generators), pickled; sync and native.
 
         Worker processes of ``vectorization = "async"`` keep their envs to
         themselves, so there a resumed run starts new episodes instead.
         """
         venv = self._live_venv()
+        if self.vectorization == "native":
+            return pickle.dumps({"venv": native_state(venv, self.env_id), "was_last": self._was_last,
+                                 "seeded": self._seeded})
         if not isinstance(venv, SyncVectorEnv):
-            raise NotImplementedError(f'{self.env_id!r}: environment state is saved only with vectorization = "sync"')
+            raise NotImplementedError(f'{self.env_id!r}: environment state is not saved with vectorization = "async"')
         return pickle.dumps({
             "envs": venv.envs, "autoreset": venv._autoreset_envs, "was_last": self._was_last,
             "seeded": self._seeded, "action_spaces": (venv.action_space, venv.single_action_space),
@@ -221,17 +205,23 @@ class GymEnvironment(Environment):
     def restore_state(self, state: bytes) -> None:
         """Continue from what :meth:`state` returned (in a run built with the same config)."""
         venv = self._live_venv()
-        if not isinstance(venv, SyncVectorEnv):
-            raise NotImplementedError(f'{self.env_id!r}: environment state is restored only with vectorization = "sync"')
         saved = pickle.loads(state)
-        if len(saved["envs"]) != self.num_envs:
-            raise ConfigError(f"{self.env_id!r}: the saved state holds {len(saved['envs'])} copies, this run "
+        if ("venv" in saved) != (self.vectorization == "native") or isinstance(venv, AsyncVectorEnv):
+            raise NotImplementedError(f"{self.env_id!r}: the saved state is of another vectorization than "
+                                      f"{self.vectorization!r}")
+        copies = len(saved["was_last"])
+        if copies != self.num_envs:
+            raise ConfigError(f"{self.env_id!r}: the saved state holds {copies} copies, this run "
                               f"has num_envs = {self.num_envs}")
-        for env in venv.envs:
-            env.close()
-        venv.envs = saved["envs"]
-        venv._autoreset_envs = saved["autoreset"]
-        venv.action_space, venv.single_action_space = saved["action_spaces"]
+        if "venv" in saved:
+            venv.close()
+            self._venv = pickle.loads(saved["venv"])
+        else:
+            for env in venv.envs:
+                env.close()
+            venv.envs = saved["envs"]
+            venv._autoreset_envs = saved["autoreset"]
+            venv.action_space, venv.single_action_space = saved["action_spaces"]
         self._was_last, self._seeded = saved["was_last"], saved["seeded"]
 
     def render(self) -> Any:
@@ -240,6 +230,8 @@ class GymEnvironment(Environment):
             raise ConfigError(f'cannot render {self.env_id!r}: set render_mode = "rgb_array" in the [gym] section')
         if isinstance(venv, SyncVectorEnv):
             return venv.envs[0].render()
+        if self.vectorization == "native":
+            return venv.render()[0]
         return venv.call("render")[0]
 
     def close(self) -> None:
@@ -247,8 +239,10 @@ class GymEnvironment(Environment):
         self._was_last = None
         if venv is not None and self._broken:
             terminate_workers(venv)
-        elif venv is not None:
+        elif isinstance(venv, AsyncVectorEnv):
             venv.close(terminate=self._hung)  # a hung worker would never answer a polite close
+        elif venv is not None:
+            venv.close()
 
     # -- timeouts (async vectorization: the worker processes are waited for with a timeout) ----
     #: Seconds ``step``/``reset`` may take in the worker processes (0: no limit). The engine sets
@@ -262,6 +256,8 @@ class GymEnvironment(Environment):
 
     def _step_venv(self, action: Any) -> tuple:
         venv = self._venv
+        if self._disabled_autoreset:
+            return step_then_reset(venv, action, self._was_last)
         if not isinstance(venv, AsyncVectorEnv):
             return venv.step(action)
         with self._worker_faults(venv):

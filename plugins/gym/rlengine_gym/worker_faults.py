@@ -91,6 +91,7 @@ _EXTRAS = {
     "ale_py": ("ale-py (the Atari emulator and its games)", "atari", "ale_py"),
     "gymnasium.envs.box2d": ("Box2D", "box2d", "Box2D"),
     "gymnasium.envs.mujoco": ("MuJoCo", "mujoco", "mujoco"),
+    "rlengine_gym.legacy": ("the old gym package and shimmy", "legacy", "gym"),
 }
 
 

@@ -143,3 +143,15 @@ def test_the_run_has_grappler_optimize_its_functions_in_one_pass_without_gpu_pas
     # RewriterConfig.ONE; without a GPU also the layout optimizer OFF and memory optimization NO_MEM_OPT
     expected = "1,0,0" if tf.config.list_physical_devices("GPU") else "1,2,1"
     assert passes == f"passes {expected} {expected}", out.stdout
+
+
+def test_the_warm_up_leaves_the_global_seeds_sequence_alone(monkeypatch):
+    """It runs in a process's first run only: an op seed it drew would give that run other initial weights."""
+    from rlengine.run.process import runtime
+
+    tf.random.set_seed(5)
+    expected = tf.random.normal([3]).numpy()
+    monkeypatch.setattr(runtime, "_warmed_up", False)
+    tf.random.set_seed(5)
+    runtime._warm_up()
+    assert (tf.random.normal([3]).numpy() == expected).all()

@@ -155,4 +155,6 @@ def _warm_up() -> None:
         import tensorflow_probability as tfp
 
         with quiet_stderr():  # one-time C++ notices on first use (e.g. oneDNN's on int32 sampling)
-            tfp.distributions.Categorical(logits=tf.zeros([1, 2]), dtype=tf.int32).sample()
+            # seeded (stateless), as the engine samples: an unseeded draw takes an op seed from the global
+            # seed's sequence, so the first run in a process would initialise its networks unlike the next
+            tfp.distributions.Categorical(logits=tf.zeros([1, 2]), dtype=tf.int32).sample(seed=tf.constant([0, 0]))

@@ -30,7 +30,7 @@ ENVS = ("CartPole-v1", "tf/CartPole-v1")
 def components_for(plugins, env: str, copies: int, jit_compile_unroll: bool):
     raw = apply_overrides(read_toml(DEFAULT_CONFIG), [f"train.env={env!r}", f"train.num_envs={copies}",
                                                       f"train.unroll_length={UNROLL}", "train.writers=[]",
-                                                      "train.eval_interval=0",
+                                                      "train.eval_interval=0", 'gym.vectorization="sync"',
                                                       f"train.jit_compile_unroll={str(jit_compile_unroll).lower()}"])
     return build_components(build_config(raw, config_classes(plugins)), plugins, tempfile.mkdtemp())
 

@@ -33,7 +33,7 @@ def time_raw(env_id: str, num_envs: int, actions: np.ndarray) -> float:
 
 
 def time_plugin(env_id: str, num_envs: int, actions: np.ndarray) -> float:
-    env = GymEnvironment(env_id, num_envs, seed=0)
+    env = GymEnvironment(env_id, num_envs, seed=0, config={"vectorization": "sync"})  # as the raw path
     env.reset()
     step = env.step
     start = time.perf_counter()

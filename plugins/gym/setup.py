@@ -35,6 +35,10 @@ setup(
         # half_cheetah.xml sets (a warning for every copy made, removal announced); 4.0 too.
         # Gymnasium's renderer imports imageio and packaging.
         "mujoco": ["mujoco>=2.3.3,<3.16", "imageio>=2.14.1", "packaging>=23.0"],
+        # Environments of the old gym package (0.21 and 0.26 API), through shimmy's compatibility envs.
+        # shimmy without its gym-v21/gym-v26 extras, which pin NumPy below 2; gym 0.26.2 runs on NumPy 2
+        # with its environment checker off (the plugin turns it off). gym builds from its sdist (no wheel).
+        "legacy": ["gym==0.26.2", "shimmy>=1.0,<3"],
     },
     entry_points={"rlengine": ["gym = rlengine_gym.plugin"]},
 )

@@ -10,31 +10,26 @@ steps (default 4). The id's step limit is 6 (``max_episode_steps``).
 import gym
 import numpy as np
 from gym import spaces
+from rlengine_gym.test_envs import CounterEnv
 
 
 class LegacyCounter(gym.Env):
     """gym 0.26: ``reset(seed=...) -> (obs, info)``, ``step -> (obs, reward, terminated, truncated, info)``."""
 
     def __init__(self, episode_length: int = 4, render_mode=None):
-        self.episode_length = episode_length
+        self.counter = CounterEnv(episode_length)  # rlengine/Counter-v0 counts
         self.render_mode = render_mode
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
         self.action_space = spaces.Discrete(2)
-        self._t, self._marker = 0, -1.0
-
-    def _obs(self):
-        return np.array([self._t, self._marker], dtype=np.float32)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        if seed is not None:
-            self._marker = float(seed)
-        self._t = 0
-        return self._obs(), {}
+        obs, info = self.counter.reset(seed=seed)
+        return obs.astype(np.float32), info
 
     def step(self, action):
-        self._t += 1
-        return self._obs(), 1.0 + float(action), self._t >= self.episode_length, False, {}
+        obs, reward, terminated, truncated, info = self.counter.step(action)
+        return obs.astype(np.float32), reward, terminated, truncated, info
 
 
 class LegacyCounterV21:
@@ -45,23 +40,23 @@ class LegacyCounterV21:
     spec = None
 
     def __init__(self, episode_length: int = 4):
-        self.episode_length = episode_length
+        self.counter = CounterEnv(episode_length)
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
         self.action_space = spaces.Discrete(2)
-        self._t, self._marker = 0, -1.0
+        self._seed = None
 
     def seed(self, seed=None):
-        self._marker = float(seed)
+        self._seed = seed
         return [seed]
 
     def reset(self):
-        self._t = 0
-        return np.array([self._t, self._marker], dtype=np.float32)
+        obs, _ = self.counter.reset(seed=self._seed)
+        self._seed = None  # the next reset keeps the marker
+        return obs.astype(np.float32)
 
     def step(self, action):
-        self._t += 1
-        obs = np.array([self._t, self._marker], dtype=np.float32)
-        return obs, 1.0 + float(action), self._t >= self.episode_length, {}
+        obs, reward, terminated, _, info = self.counter.step(action)
+        return obs.astype(np.float32), reward, terminated, info
 
     def close(self):
         pass

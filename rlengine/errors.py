@@ -122,7 +122,14 @@ class DamagedCheckpointError(CheckpointChoiceError):
 
 
 class CheckpointMismatchError(CheckpointError):
-    """An intact checkpoint was written by a run with another algorithm or network shape."""
+    """A checkpoint TensorFlow reads whole was written by a run with another algorithm or network shape.
+
+    ``checkpoint`` is its path prefix, ``difference`` the first difference found (one line).
+    """
+
+    def __init__(self, message: str, checkpoint: str = "", difference: str = ""):
+        super().__init__(message)
+        self.checkpoint, self.difference = checkpoint, difference
 
 
 class DamagedSpecs(RLEngineError):

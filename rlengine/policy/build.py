@@ -8,29 +8,33 @@ from __future__ import annotations
 import gc
 import json
 import os
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Optional
 
 import tensorflow as tf
 
 from rlengine.api.data import Nest, StepType, TimeStep, zeros_from_spec
 from rlengine.collect.policy_step import greedy
-from rlengine.errors import ConfigError, RLEngineError, telling_line
+from rlengine.errors import CheckpointMismatchError, ConfigError
 from rlengine.policy.cache import cache_path, write_cache
 from rlengine.policy.traced import TracedSteps, drawing_from
 from rlengine.run.build import build_acting, make_environment
+from rlengine.run.checkpoints.restoring import restore_choice
 from rlengine.run.checkpoints.saved_specs import UnsupportedSpec, encode, read_specs
 from rlengine.run.engine import Engine
 
 
-def traced_steps(run_dir: str, config_path: str, prefix: str, seed: Any, key: Any,
-                 extra_plugins: Iterable, disabled_plugins: Iterable) -> tuple[TracedSteps, int]:
-    """``(steps, seed)``: the restored run's steps, and ``seed`` or the run's ``train.seed`` when None.
-    With a cache ``key``, the steps cache themselves once converted."""
+def traced_steps(run_dir: str, config_path: str, chosen: Optional[str], seed: Any,
+                 key_of: Callable[[str], Optional[str]], extra_plugins: Iterable,
+                 disabled_plugins: Iterable) -> tuple[TracedSteps, int]:
+    """``(steps, seed)``: the run's steps with ``chosen`` restored (None: the newest that loads, past damaged
+    ones), and ``seed`` or the run's ``train.seed`` when None. With a cache key (``key_of(prefix)``, for the
+    checkpoint restored), the steps cache themselves once converted."""
     engine = _engine(run_dir, config_path, extra_plugins, disabled_plugins)
     specs = read_specs(run_dir) or specs_from_environment(engine)
     run_seed = engine.config.train.seed
     seed = run_seed if seed is None else seed
-    chain, algorithm = restored_parts(engine, specs, prefix, seed)
+    chain, algorithm, prefix = restored_parts(engine, specs, chosen, seed)
+    key = key_of(prefix)
     on_converted = None if key is None else _cacher(prefix, key, run_seed)
     return TracedSteps(chain, algorithm, specs[0], prefix, seed, on_converted), seed
 
@@ -68,21 +72,21 @@ def specs_from_environment(engine: Engine) -> tuple[TimeStep, Nest]:
         env.close()
 
 
-def restored_parts(engine: Engine, specs: tuple, prefix: str, seed: int) -> tuple[Any, Any]:
-    """The run's transformer chain and algorithm, with ``prefix`` restored into them."""
+def restored_parts(engine: Engine, specs: tuple, chosen: Optional[str], seed: int) -> tuple[Any, Any, str]:
+    """``(chain, algorithm, prefix)``: the run's transformer chain and algorithm with ``chosen`` restored into
+    them (None: the newest checkpoint that loads), by the commands' own way (:func:`restore_choice`)."""
     chain, algorithm = build_acting(engine.config, engine.plugins, *specs)
     create_variables(chain, algorithm, specs[0], seed)
-    reason = restore(prefix, chain, algorithm)
-    if not reason:
-        return chain, algorithm
-    # The half-done restore warns, once per checkpoint value, when it is collected: collect it now, quietly.
-    del chain, algorithm
-    _collect_quietly()
-    if not os.path.exists(f"{prefix}.index"):
-        raise RLEngineError(f"checkpoint {prefix} was removed while it loaded (a training run keeps only its "
-                            "newest checkpoints): load again")
-    raise RLEngineError(f"checkpoint {prefix} does not fit the run's config.toml ({reason}): was config.toml "
-                        "edited after training? Restore it, or load another run")
+    try:
+        prefix = restore_choice(engine.config.train.root_dir, chosen, lambda path: restore(path, chain, algorithm))
+    except CheckpointMismatchError as err:
+        # The half-done restore warns, once per checkpoint value, when it is collected: collect it now, quietly.
+        del chain, algorithm
+        _collect_quietly()
+        raise CheckpointMismatchError(f"checkpoint {err.checkpoint} does not fit the run's config.toml "
+                                      f"({err.difference}): was config.toml edited after training? Restore it, "
+                                      "or load another run", err.checkpoint, err.difference) from None
+    return chain, algorithm, prefix
 
 
 def create_variables(chain: Any, algorithm: Any, raw_spec: TimeStep, seed: int) -> None:
@@ -94,15 +98,11 @@ def create_variables(chain: Any, algorithm: Any, raw_spec: TimeStep, seed: int) 
         greedy(chain, algorithm, raw, chain.initial_state(1), algorithm.initial_state(1), 1)
 
 
-def restore(prefix: str, chain: Any, algorithm: Any) -> str:
-    """Restore ``prefix`` into ``chain`` and ``algorithm``; "" or why it does not fit them."""
-    try:
-        status = tf.train.Checkpoint(algorithm=algorithm, transformers=chain).read(prefix)
-        status.expect_partial()  # the optimizer's slots, the replay buffer, counters: not needed to act
-        status.assert_existing_objects_matched()
-    except (AssertionError, ValueError, tf.errors.OpError) as exc:
-        return telling_line(str(exc))
-    return ""
+def restore(prefix: str, chain: Any, algorithm: Any) -> None:
+    """Restore ``prefix`` into ``chain`` and ``algorithm``; raises when it cannot (see :func:`restore_choice`)."""
+    status = tf.train.Checkpoint(algorithm=algorithm, transformers=chain).read(prefix)
+    status.expect_partial()  # the optimizer's slots, the replay buffer, counters: not needed to act
+    status.assert_existing_objects_matched()
 
 
 def _collect_quietly() -> None:

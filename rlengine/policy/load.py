@@ -17,7 +17,14 @@ from typing import Any, Iterable, Optional
 from rlengine.errors import ConfigError, NotARunDirectory
 from rlengine.policy.cache import CachedSteps, cache_key, cache_path, read_cache
 from rlengine.policy.saved import Policy
-from rlengine.run.checkpoints.choice import LATEST, Choice, chosen_checkpoint, parse_choice
+from rlengine.run.checkpoints.choice import (
+    LATEST,
+    Choice,
+    chosen_checkpoint,
+    is_sound,
+    newest_marked,
+    parse_choice,
+)
 from rlengine.run.checkpoints.rundir import CONFIG_FILE
 
 BACKENDS = ("auto", "tflite", "tensorflow")
@@ -45,27 +52,34 @@ def load(run_dir: str, checkpoint: Choice = LATEST, *, backend: str = "auto", se
     if backend not in BACKENDS:
         raise ConfigError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
     config_path = run_config_path(run_dir)
-    parse_choice(checkpoint)  # not a choice at all: say so before anything is built
-    prefix = chosen_checkpoint(run_dir, checkpoint)
+    choice = parse_choice(checkpoint)  # not a choice at all: say so before anything is built
+    chosen = None if choice == LATEST else chosen_checkpoint(run_dir, choice)  # checked against its marker
     extra_plugins, disabled_plugins = list(extra_plugins), list(disabled_plugins)
     plugin_names = [*(f"+{name}" for name, _ in extra_plugins), *(f"-{name}" for name in disabled_plugins)]
-    key = None if backend == "tensorflow" else cache_key(prefix, [config_path, os.path.join(run_dir, SPECS_FILE)],
-                                                         plugin_names)
 
-    def built(seed: Optional[int]) -> tuple[Any, int]:
+    def key_of(prefix: str) -> Optional[str]:
+        if backend == "tensorflow":
+            return None
+        return cache_key(prefix, [config_path, os.path.join(run_dir, SPECS_FILE)], plugin_names)
+
+    def built(seed: Optional[int], chosen: Optional[str]) -> tuple[Any, int]:
         from rlengine.quiet_tensorflow import import_tensorflow
 
         import_tensorflow()
         from rlengine.policy.build import traced_steps
 
-        return traced_steps(run_dir, config_path, prefix, seed, key, extra_plugins, disabled_plugins)
+        return traced_steps(run_dir, config_path, chosen, seed, key_of, extra_plugins, disabled_plugins)
 
-    cached = read_cache(cache_path(prefix), key) if key else None
-    if cached is not None:
+    # The newest checkpoint's cache serves while its files match its marker; else restoring finds the newest
+    # checkpoint that loads, with a warning for each it skips
+    candidate = chosen or newest_marked(run_dir)
+    key = key_of(candidate)
+    cached = read_cache(cache_path(candidate), key) if key else None
+    if cached is not None and (chosen or is_sound(candidate)):
         run_seed = cached["description"]["seed"] if seed is None else seed
-        return Policy(CachedSteps(cached, lambda: built(run_seed)[0]), prefix, run_seed)
-    steps, run_seed = built(seed)
-    policy = Policy(steps, prefix, run_seed)
+        return Policy(CachedSteps(cached, lambda: built(run_seed, candidate)[0]), candidate, run_seed)
+    steps, run_seed = built(seed, chosen)
+    policy = Policy(steps, steps.checkpoint, run_seed)
     if backend == "tflite":
         policy.convert()
     elif backend == "auto":

@@ -27,53 +27,32 @@ from rlengine.run.checkpoints.restoring import restore_newest
 from rlengine.run.checkpoints.store import complete_checkpoints, newest_checkpoint
 from rlengine.run.engine import Engine
 from rlengine.testing import testing_plugin, tiny_config
-
-DATA = "data-00000-of-00001"
-
-
-def _engine(root: Path, **train) -> Engine:
-    return Engine(tiny_config(str(root), checkpoint_interval=1, keep_checkpoints=2, **train),
-                  extra_plugins=[("testing", testing_plugin())])
+from tests.safety.damage_kit import (
+    DATA,
+    checkpoint_file,
+    checkpoint_warnings,
+    flip_byte,
+    set_aside_dirs,
+    toy_engine,
+    trained_toy_run,
+)
 
 
 @pytest.fixture
 def trained(tmp_path) -> Path:
-    """A finished toy run of 4 iterations with ``ckpt-3`` and ``ckpt-4``."""
-    root = tmp_path / "run"
-    _engine(root).train()
-    return root
-
-
-def _file(root: Path, number: int, kind: str = DATA) -> Path:
-    return root / "checkpoints" / f"ckpt-{number}.{kind}"
-
-
-def _flip_byte(path: Path, offset: int | None = None) -> bytes:
-    """XOR one byte in place (the size stays); returns the damaged bytes."""
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2 if offset is None else offset] ^= 0xFF
-    path.write_bytes(bytes(data))
-    return bytes(data)
-
-
-def _set_aside_dirs(root: Path, number: int) -> list:
-    return sorted(p for p in (root / "checkpoints").iterdir() if p.name.startswith(f"ckpt-{number}.damaged-"))
-
-
-def _warnings(err: str) -> list:
-    return [line for line in err.splitlines() if line.startswith("rlengine: warning: checkpoint")]
+    return trained_toy_run(tmp_path)
 
 
 # -- resume -------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", [DATA, "index"])
 def test_a_flipped_byte_in_the_newest_checkpoint_is_set_aside_and_that_iteration_saved_again(trained, capsys, kind):
-    damaged = _flip_byte(_file(trained, 4, kind))
+    damaged = flip_byte(checkpoint_file(trained, 4, kind))
     capsys.readouterr()
 
-    result = _engine(trained).train()
+    result = toy_engine(trained).train()
 
-    warnings = _warnings(capsys.readouterr().err)
-    aside = _set_aside_dirs(trained, 4)
+    warnings = checkpoint_warnings(capsys.readouterr().err)
+    aside = set_aside_dirs(trained, 4)
     assert len(warnings) == 1 and len(aside) == 1
     assert warnings[0] == (f"rlengine: warning: checkpoint {trained / 'checkpoints' / 'ckpt-4'} is damaged "
                            f"(ckpt-4.{kind}: checksum mismatch); set aside as {aside[0]}; resuming from ckpt-3")
@@ -81,7 +60,7 @@ def test_a_flipped_byte_in_the_newest_checkpoint_is_set_aside_and_that_iteration
     assert sorted(p.name for p in aside[0].iterdir()) == ["ckpt-4.complete", f"ckpt-4.{DATA}", "ckpt-4.index"]
     assert result.env_steps == 32
     assert newest_checkpoint(str(trained)).endswith("ckpt-4")  # written again, and sound
-    assert _file(trained, 4, kind).read_bytes() != damaged
+    assert checkpoint_file(trained, 4, kind).read_bytes() != damaged
     assert tf.train.latest_checkpoint(str(trained / "checkpoints")).endswith("ckpt-4")
 
 
@@ -97,28 +76,28 @@ def _drop_checksums(root: Path, number: int) -> None:
 def test_without_checksums_what_tensorflow_cannot_read_is_damage_not_another_network(trained, capsys, kind,
                                                                                       reported):
     _drop_checksums(trained, 4)
-    _flip_byte(_file(trained, 4, kind))  # the size stays: only TensorFlow's own reading can tell
+    flip_byte(checkpoint_file(trained, 4, kind))  # the size stays: only TensorFlow's own reading can tell
     capsys.readouterr()
 
-    _engine(trained).train()
+    toy_engine(trained).train()
 
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = checkpoint_warnings(capsys.readouterr().err)
     assert len(warnings) == 1 and "ckpt-4 is damaged (unreadable: " in warnings[0] and reported in warnings[0]
     assert warnings[0].endswith("; resuming from ckpt-3") and "another algorithm" not in warnings[0]
-    assert len(_set_aside_dirs(trained, 4)) == 1 and newest_checkpoint(str(trained)).endswith("ckpt-4")
+    assert len(set_aside_dirs(trained, 4)) == 1 and newest_checkpoint(str(trained)).endswith("ckpt-4")
 
 
 def test_a_truncated_newest_checkpoint_is_set_aside_rather_than_overwritten(trained, capsys):
-    data = _file(trained, 4).read_bytes()
-    _file(trained, 4).write_bytes(data[:-8])
+    data = checkpoint_file(trained, 4).read_bytes()
+    checkpoint_file(trained, 4).write_bytes(data[:-8])
     capsys.readouterr()
 
-    _engine(trained).train()
+    toy_engine(trained).train()
 
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = checkpoint_warnings(capsys.readouterr().err)
     assert len(warnings) == 1
     assert f"(ckpt-4.{DATA} has {len(data) - 8} bytes, its marker says {len(data)})" in warnings[0]
-    assert (_set_aside_dirs(trained, 4)[0] / f"ckpt-4.{DATA}").read_bytes() == data[:-8]
+    assert (set_aside_dirs(trained, 4)[0] / f"ckpt-4.{DATA}").read_bytes() == data[:-8]
     assert newest_checkpoint(str(trained)).endswith("ckpt-4")
 
 
@@ -127,9 +106,9 @@ def test_a_torn_marker_counts_as_damage_and_is_set_aside(trained, capsys):
     marker.write_text(marker.read_text()[:20])
     capsys.readouterr()
 
-    _engine(trained).train()
+    toy_engine(trained).train()
 
-    assert "(ckpt-4.complete is unreadable)" in _warnings(capsys.readouterr().err)[0]
+    assert "(ckpt-4.complete is unreadable)" in checkpoint_warnings(capsys.readouterr().err)[0]
     assert newest_checkpoint(str(trained)).endswith("ckpt-4")
 
 
@@ -138,23 +117,23 @@ def test_a_resume_killed_while_setting_aside_finishes_the_job_on_the_next_resume
     half = trained / "checkpoints" / "ckpt-4.damaged-19700101-000000"
     half.mkdir()
     for kind in (DATA, "index"):
-        os.replace(_file(trained, 4, kind), half / f"ckpt-4.{kind}")
+        os.replace(checkpoint_file(trained, 4, kind), half / f"ckpt-4.{kind}")
     capsys.readouterr()
 
-    _engine(trained).train()
+    toy_engine(trained).train()
 
-    assert "(ckpt-4.data-00000-of-00001 is missing)" in _warnings(capsys.readouterr().err)[0]
+    assert "(ckpt-4.data-00000-of-00001 is missing)" in checkpoint_warnings(capsys.readouterr().err)[0]
     assert sorted(p.name for p in half.iterdir()) == [f"ckpt-4.{DATA}", "ckpt-4.index"]  # untouched
     assert newest_checkpoint(str(trained)).endswith("ckpt-4")
 
 
 def test_every_checkpoint_damaged_is_one_line_that_says_damaged_and_changes_nothing(trained):
     for number in (3, 4):
-        _flip_byte(_file(trained, number))
+        flip_byte(checkpoint_file(trained, number))
     listing = sorted(os.listdir(trained / "checkpoints"))
 
     with pytest.raises(DamagedCheckpointError) as caught:
-        _engine(trained).train()
+        toy_engine(trained).train()
 
     message = str(caught.value)
     assert "\n" not in message and "another algorithm" not in message
@@ -173,11 +152,11 @@ def test_a_checkpoint_of_another_algorithm_is_a_mismatch_not_damage(trained):
     assert message.startswith(f"checkpoint {trained / 'checkpoints' / 'ckpt-4'} was written by a run with another "
                               "algorithm or network shape (first difference: ")
     assert [n for n, _, _ in complete_checkpoints(str(trained / "checkpoints"))] == [4, 3]  # left as they were
-    assert not _set_aside_dirs(trained, 4)
+    assert not set_aside_dirs(trained, 4)
 
 
 def test_a_mismatch_names_the_first_object_of_this_run_the_checkpoint_lacks(tmp_path):
-    (tmp_path / "ckpt-1.index").write_bytes(b"index")
+    tf.train.Checkpoint(v=tf.Variable([1.0])).write(str(tmp_path / "ckpt-1"))  # it reads whole: not damage
     mark_complete(str(tmp_path), 1)
 
     def restore(prefix):
@@ -194,45 +173,45 @@ def test_a_marker_of_the_previous_version_without_checksums_still_loads(trained,
     for number in (3, 4):
         _drop_checksums(trained, number)
     assert newest_checkpoint(str(trained)).endswith("ckpt-4")
-    _file(trained, 4).write_bytes(_file(trained, 4).read_bytes()[:-1])  # its sizes are still checked
+    checkpoint_file(trained, 4).write_bytes(checkpoint_file(trained, 4).read_bytes()[:-1])  # its sizes are still checked
     capsys.readouterr()
 
-    _engine(trained).train()
+    toy_engine(trained).train()
 
-    assert "(ckpt-4.data-00000-of-00001 has" in _warnings(capsys.readouterr().err)[0]
+    assert "(ckpt-4.data-00000-of-00001 has" in checkpoint_warnings(capsys.readouterr().err)[0]
     assert newest_checkpoint(str(trained)).endswith("ckpt-4")
     assert "checksums" in json.loads((trained / "checkpoints" / "ckpt-4.complete").read_text())  # saved anew
 
 
 def test_an_intact_run_resumes_without_a_warning(trained, capsys):
     capsys.readouterr()
-    assert _engine(trained).train().env_steps == 32
-    assert not _warnings(capsys.readouterr().err)
+    assert toy_engine(trained).train().env_steps == 32
+    assert not checkpoint_warnings(capsys.readouterr().err)
     assert not any(".damaged-" in name for name in os.listdir(trained / "checkpoints"))
 
 
 # -- eval, play, export ----------------------------------------------------------------------
 def test_evaluate_falls_back_to_the_newest_sound_checkpoint_and_leaves_the_damaged_one(trained, capsys):
-    damaged = _flip_byte(_file(trained, 4))
+    damaged = flip_byte(checkpoint_file(trained, 4))
     capsys.readouterr()
 
-    engine = _engine(trained)
+    engine = toy_engine(trained)
     metrics = engine.evaluate(num_episodes=2)
 
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = checkpoint_warnings(capsys.readouterr().err)
     assert metrics["eval/episodes"] == 2
     assert warnings == [f"rlengine: warning: checkpoint {trained / 'checkpoints' / 'ckpt-4'} is damaged "
                         f"(ckpt-4.{DATA}: checksum mismatch); left in place (the next 'rlengine train' of this "
                         "run sets it aside); using ckpt-3"]
-    assert _file(trained, 4).read_bytes() == damaged and not _set_aside_dirs(trained, 4)
+    assert checkpoint_file(trained, 4).read_bytes() == damaged and not set_aside_dirs(trained, 4)
     assert engine.newest_checkpoint().endswith("ckpt-3")
 
 
 def test_evaluate_with_every_checkpoint_damaged_is_one_line(trained):
     for number in (3, 4):
-        _flip_byte(_file(trained, number))
+        flip_byte(checkpoint_file(trained, number))
     with pytest.raises(DamagedCheckpointError, match=r"^every checkpoint in .* is damaged \(ckpt-4: .*\)"):
-        _engine(trained).evaluate()
+        toy_engine(trained).evaluate()
 
 
 @pytest.mark.first_party
@@ -240,7 +219,7 @@ def test_export_and_play_fall_back_to_the_newest_sound_checkpoint(trained, tmp_p
     from rlengine_tools.export import export_run
     from rlengine_tools.play import play_run
 
-    _flip_byte(_file(trained, 4))
+    flip_byte(checkpoint_file(trained, 4))
     kit = {"extra_plugins": [("testing", testing_plugin())]}
     capsys.readouterr()
 
@@ -248,7 +227,7 @@ def test_export_and_play_fall_back_to_the_newest_sound_checkpoint(trained, tmp_p
     episodes = play_run(str(trained), 1, **kit)
 
     assert info["checkpoint"] == "ckpt-3" and len(episodes) == 1
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = checkpoint_warnings(capsys.readouterr().err)
     assert len(warnings) == 2 and all(w.endswith("; using ckpt-3") for w in warnings)
 
 
@@ -261,12 +240,12 @@ def test_the_cli_eval_of_a_run_whose_checkpoints_are_all_damaged_prints_one_line
     assert cli.main(["train", "--algorithm", "ppo", "--env", "CartPole-v1", "--num-envs", "2", "--num-env-steps",
                      "64", *args, "--set", "train.unroll_length=16", "--set", "train.writers=[]", "--set",
                      "train.eval_interval=0", "--set", "train.checkpoint_interval=1"]) == 0
-    _flip_byte(_file(root, 2))
+    flip_byte(checkpoint_file(root, 2))
     capsys.readouterr()
     assert cli.main(["eval", str(root), "--episodes", "1"]) == 0
-    assert _warnings(capsys.readouterr().err)[0].endswith("; using ckpt-1")
+    assert checkpoint_warnings(capsys.readouterr().err)[0].endswith("; using ckpt-1")
 
-    _flip_byte(_file(root, 1))
+    flip_byte(checkpoint_file(root, 1))
     assert cli.main(["eval", str(root), "--episodes", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("rlengine: error: every checkpoint in ")
@@ -289,15 +268,15 @@ def test_a_restore_that_loses_data_is_damage_and_a_checkpoint_pruned_meanwhile_i
             raise tf.errors.DataLossError(None, None, "Checksum does not match: stored 1 vs. calculated 2")
 
     assert restore_newest(str(directory), restore, set_damaged_aside=False).endswith("ckpt-1")
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = checkpoint_warnings(capsys.readouterr().err)
     assert len(warnings) == 1 and warnings[0].endswith(
         "ckpt-2 is damaged (unreadable: Checksum does not match: stored 1 vs. calculated 2); left in place (the "
         "next 'rlengine train' of this run sets it aside); using ckpt-1")
 
     assert restore_newest(str(directory), restore, set_damaged_aside=True).endswith("ckpt-1")
-    assert _warnings(capsys.readouterr().err)[0].endswith("; resuming from ckpt-1")
+    assert checkpoint_warnings(capsys.readouterr().err)[0].endswith("; resuming from ckpt-1")
     assert [n for n, _, _ in marked_checkpoints(str(directory))] == [1]
-    assert sorted(p.name for p in _set_aside_dirs(tmp_path, 2)[0].iterdir()) == ["ckpt-2.complete", "ckpt-2.index"]
+    assert sorted(p.name for p in set_aside_dirs(tmp_path, 2)[0].iterdir()) == ["ckpt-2.complete", "ckpt-2.index"]
 
 
 def test_a_damaged_checkpoint_that_cannot_be_set_aside_stops_the_resume_in_one_line(tmp_path, monkeypatch):
@@ -327,22 +306,22 @@ def _best_file(root: Path, kind: str = DATA) -> Path:
 
 
 def test_a_damaged_best_checkpoint_is_one_line_when_chosen_and_leaves_the_newest_ones_alone(trained, capsys):
-    _flip_byte(_best_file(trained))
+    flip_byte(_best_file(trained))
 
     with pytest.raises(DamagedCheckpointError) as caught:
-        _engine(trained).evaluate(num_episodes=1, checkpoint="best")
+        toy_engine(trained).evaluate(num_episodes=1, checkpoint="best")
 
     assert str(caught.value) == (
         f"the best checkpoint {trained / 'checkpoints' / 'best' / 'ckpt-2'} is damaged (ckpt-2.{DATA}: checksum "
         "mismatch): use --checkpoint latest or one of 4, 3; the next 'rlengine train' of this run sets it aside, "
         "and its next evaluation writes a new best")
     capsys.readouterr()
-    assert _engine(trained).evaluate(num_episodes=1)["eval/episodes"] == 1  # latest: no warning, nothing to skip
-    assert not _warnings(capsys.readouterr().err)
+    assert toy_engine(trained).evaluate(num_episodes=1)["eval/episodes"] == 1  # latest: no warning, nothing to skip
+    assert not checkpoint_warnings(capsys.readouterr().err)
 
 
 def test_resume_sets_a_damaged_best_checkpoint_aside_and_its_next_evaluation_writes_a_new_one(trained, capsys):
-    damaged = _flip_byte(_best_file(trained))
+    damaged = flip_byte(_best_file(trained))
     capsys.readouterr()
 
     result = Engine(tiny_config(str(trained), checkpoint_interval=1, keep_checkpoints=2, num_env_steps=48),
@@ -354,8 +333,8 @@ def test_resume_sets_a_damaged_best_checkpoint_aside_and_its_next_evaluation_wri
     assert warnings == [f"rlengine: warning: best checkpoint {best / 'ckpt-2'} is damaged (ckpt-2.{DATA}: checksum "
                         f"mismatch); set aside as {aside[0]}; the run's next evaluation writes a new best"]
     assert (aside[0] / f"ckpt-2.{DATA}").read_bytes() == damaged  # kept, never deleted
-    assert result.iterations == 6 and not _set_aside_dirs(trained, 4)  # resumed from ckpt-4 as ever
-    assert _engine(trained).newest_checkpoint("best") == str(best / "ckpt-6")  # the next evaluation's
+    assert result.iterations == 6 and not set_aside_dirs(trained, 4)  # resumed from ckpt-4 as ever
+    assert toy_engine(trained).newest_checkpoint("best") == str(best / "ckpt-6")  # the next evaluation's
 
 
 def test_a_best_checkpoint_tensorflow_cannot_read_is_one_line_naming_it(trained):
@@ -363,9 +342,9 @@ def test_a_best_checkpoint_tensorflow_cannot_read_is_one_line_naming_it(trained)
     fields = json.loads(marker.read_text())
     del fields["checksums"]  # a marker of the previous version: only TensorFlow's reading can tell
     marker.write_text(json.dumps(fields))
-    _flip_byte(_best_file(trained, "index"))
+    flip_byte(_best_file(trained, "index"))
 
     with pytest.raises(DamagedCheckpointError, match=r"^checkpoint .*best/ckpt-2 is damaged \(unreadable: .*\): "
                        r"choose another one with --checkpoint, or restore its files from a backup$") as caught:
-        _engine(trained).evaluate(num_episodes=1, checkpoint="best")
+        toy_engine(trained).evaluate(num_episodes=1, checkpoint="best")
     assert "\n" not in str(caught.value) and "another algorithm" not in str(caught.value)

@@ -91,12 +91,32 @@ def chosen_checkpoint(root_dir: str, choice: Choice = LATEST) -> str:
     if choice == LATEST:
         prefix = newest_sound_checkpoint(checkpoint_dir(root_dir))
         if prefix is None:
-            raise CheckpointChoiceError(f"no checkpoint in {checkpoint_dir(root_dir)!r} yet: train first "
-                                        f"(rlengine train --root-dir {root_dir}), or wait for its first checkpoint")
+            raise no_checkpoint_yet(root_dir)
         return prefix
     if choice == BEST:
         return _chosen_best(root_dir)
     return _chosen_iteration(root_dir, int(choice))
+
+
+def newest_marked(root_dir: str) -> str:
+    """The prefix of the newest marked checkpoint of ``root_dir``, damaged or not; one line when none is."""
+    marked = marked_checkpoints(checkpoint_dir(root_dir))
+    if not marked:
+        raise no_checkpoint_yet(root_dir)
+    return marked[0][1]
+
+
+def is_sound(prefix: str) -> bool:
+    """Whether the files of checkpoint ``prefix`` match its marker, checksums included."""
+    directory, name = os.path.split(prefix)
+    number = int(name.rpartition("-")[2])
+    marker = next((m for n, _, m in marked_checkpoints(directory) if n == number), None)
+    return not damage(directory, number, marker)
+
+
+def no_checkpoint_yet(root_dir: str) -> CheckpointChoiceError:
+    return CheckpointChoiceError(f"no checkpoint in {checkpoint_dir(root_dir)!r} yet: train first (rlengine train "
+                                 f"--root-dir {root_dir}), or wait for the run's first checkpoint")
 
 
 def _chosen_best(root_dir: str) -> str:

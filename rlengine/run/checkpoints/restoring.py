@@ -4,12 +4,14 @@ Shared by resume (:class:`rlengine.run.checkpoints.store.RunCheckpoints`) and th
 commands that read a run directory (``eval``, ``play``, ``export`` through
 :meth:`rlengine.Engine.restored`). A checkpoint is *damaged* when its files
 do not match its marker (:func:`rlengine.run.checkpoints.files.damage`) or
-TensorFlow reports lost data while restoring it; it is skipped with one
-warning line. Resume also sets it aside, so that iteration is saved again;
+TensorFlow cannot read them (:func:`rlengine.run.checkpoints.reading.unreadable`,
+asked when a restore fails); it is skipped with one warning line. Resume also sets it aside, so that iteration is saved again;
 the read-only commands leave the directory as it is (a training process
-may be pruning it at that moment). A checkpoint that is intact but does
+may be pruning it at that moment). A checkpoint that reads whole but does
 not fit the run (another algorithm or network shape) is a different error,
 raised at once: an older checkpoint of the same run would not fit either.
+Every command that restores a run directory's checkpoint comes here: resume,
+``eval``, ``play``, ``export`` and :func:`rlengine.load`.
 
 A checkpoint chosen explicitly (``--checkpoint best`` or an iteration
 number, :mod:`rlengine.run.checkpoints.choice`) has no fallback:
@@ -29,14 +31,13 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 from rlengine.errors import (
-    CheckpointChoiceError,
     CheckpointError,
     CheckpointMismatchError,
     DamagedCheckpointError,
-    telling_line,
 )
-from rlengine.run.checkpoints.choice import BEST, LATEST, Choice, chosen_checkpoint, parse_choice
+from rlengine.run.checkpoints.choice import BEST, LATEST, Choice, chosen_checkpoint, no_checkpoint_yet, parse_choice
 from rlengine.run.checkpoints.files import MARKER, checkpoint_dir, damage, marked_checkpoints, set_aside
+from rlengine.run.checkpoints.reading import READ_ERRORS, tensorflow_line, unreadable
 
 _SHOWN = 240  # characters of TensorFlow's message kept in a one-line error
 
@@ -77,8 +78,7 @@ def checked_choice(root_dir: str, choice: Choice) -> Optional[str]:
     if choice != LATEST:
         return chosen_checkpoint(root_dir, choice)
     if not marked_checkpoints(checkpoint_dir(root_dir)):
-        raise CheckpointChoiceError(f"no checkpoint in {checkpoint_dir(root_dir)!r} yet: train first (rlengine "
-                                    f"train --root-dir {root_dir}), or wait for the run's first checkpoint")
+        raise no_checkpoint_yet(root_dir)
     return None
 
 
@@ -118,44 +118,29 @@ def restore_chosen(prefix: str, restore: Callable[[str], object]) -> str:
 
 
 def _restore_damage(prefix: str, restore: Callable[[str], object]) -> str:
-    """Restore ``prefix``; "" when it worked, what TensorFlow could not read when it lost data.
+    """Restore ``prefix``; "" when it worked, what TensorFlow could not read when the files are damaged.
 
-    Any other failure means the checkpoint does not fit this run.
+    A restore that fails on files TensorFlow reads whole means the
+    checkpoint does not fit this run; any other failure is raised as it is.
     """
     try:
         restore(prefix)
-    except (tf.errors.OpError, AssertionError, ValueError) as exc:
-        line = _tensorflow_line(exc)
-        if _lost_data(exc, line):
-            return f"unreadable: {_shortened(line)}"
+    except Exception as exc:  # noqa: BLE001 - classified below; what is neither damage nor a mismatch is re-raised
+        wrong = tensorflow_line(exc) if isinstance(exc, READ_ERRORS) else unreadable(prefix)
+        if wrong:
+            return f"unreadable: {_shortened(wrong)}"
+        if not isinstance(exc, (tf.errors.OpError, AssertionError, ValueError)):
+            raise
+        difference = _first_difference(exc)
         raise CheckpointMismatchError(
             f"checkpoint {prefix} was written by a run with another algorithm or network shape (first "
-            f"difference: {_first_difference(exc)}): use the config it was trained with, or train into a "
-            "new --root-dir") from None
+            f"difference: {difference}): use the config it was trained with, or train into a new --root-dir",
+            prefix, difference) from None
     return ""
 
 
-def _lost_data(error: BaseException, line: str) -> bool:
-    """Whether TensorFlow failed to read the files rather than to fit them to this run's objects.
-
-    A tensor's bytes are checked by TensorFlow's own CRC (DataLossError);
-    a damaged index is a plain OpError that says it "is corrupt"; a file
-    gone meanwhile (pruned by a training run) is NotFoundError.
-    """
-    if isinstance(error, (tf.errors.DataLossError, tf.errors.NotFoundError)):
-        return True
-    return isinstance(error, tf.errors.OpError) and any(
-        word in line.lower() for word in ("corrupt", "checksum", "truncated", "unable to read file"))
-
-
-def _tensorflow_line(error: BaseException) -> str:
-    """The telling line of a TensorFlow error without its ``{{function_node ...}}`` and ``[Op:...]`` wrapping."""
-    line = telling_line(str(error)) or type(error).__name__
-    return re.sub(r"^\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]$", "", line)
-
-
 def _first_difference(error: BaseException) -> str:
-    line = _tensorflow_line(error)
+    line = tensorflow_line(error)
     unmatched = re.search(r"Found (\d+) Python objects .*?: \[(<[^<]*?)(?:, numpy=.*?)?>", line)
     if isinstance(error, AssertionError) and unmatched:  # TF lists every unmatched object: name the first
         count, first = int(unmatched.group(1)), unmatched.group(2)

@@ -5,6 +5,7 @@ import importlib.metadata
 import json
 import os
 
+import numpy as np
 import pytest
 import rlengine_tfenvs.plugin
 
@@ -62,3 +63,40 @@ def test_a_preset_naming_the_tf_id_wins_over_the_twins(tmp_path):
     run = _engine(extra=[("own", OwnPreset(path))])
     assert (run.preset.name, run.preset.serves, run.config.train.num_envs) == ("ppo/tf/CartPole-v1", None, 64)
     assert _engine("train.num_envs=4").config.train.num_envs == 4  # overrides still apply on top of the twin's
+
+
+# -- resume: the evaluations go on as in an uninterrupted run -------------------------------
+class FinalWeights:
+    """Keeps the algorithm's weights after the run's last iteration."""
+
+    @hookimpl
+    def rlengine_iteration_end(self, run, iteration, metrics):
+        self.weights = [v.numpy() for v in run.internals.algorithm.variables]
+
+
+def _short_ppo(root_dir, *plugins):
+    raw = {"train": dict(algorithm="ppo", env="tf/CartPole-v1", num_envs=4, unroll_length=16, num_env_steps=512,
+                         eval_interval=2, num_eval_episodes=4, checkpoint_interval=1, seed=5, writers=[],
+                         root_dir=str(root_dir)),
+           "ppo": dict(mini_batch_size=32, num_epochs=2)}
+    extra = tfenvs_plugins().get("extra_plugins", [])
+    return rlengine.Engine(raw, extra_plugins=[*extra, *[(f"p{i}", p) for i, p in enumerate(plugins)]]).train()
+
+
+def test_a_resumed_run_evaluates_and_ends_as_an_uninterrupted_one(tmp_path):
+    """Each evaluation's episodes are seeded by the resets before it: the count is checkpointed."""
+    from tests.run.test_resume import Interrupted, StopAfterCheckpoint
+
+    straight_weights = FinalWeights()
+    straight = _short_ppo(tmp_path / "straight", straight_weights)
+    with pytest.raises(Exception) as err:
+        _short_ppo(tmp_path / "resumed", StopAfterCheckpoint(4))
+    assert "Interrupted" in repr(err.value) or isinstance(err.value.__cause__, Interrupted)
+    resumed_weights = FinalWeights()
+    resumed = _short_ppo(tmp_path / "resumed", resumed_weights)
+
+    evaluations = [(steps, ret) for steps, _, ret in straight.eval_history]
+    assert len(evaluations) == 4 and len({ret for _, ret in evaluations}) > 1  # the episodes differ between them
+    assert [(steps, ret) for steps, _, ret in resumed.eval_history] == evaluations[2:]
+    for straight_weight, resumed_weight in zip(straight_weights.weights, resumed_weights.weights, strict=True):
+        np.testing.assert_array_equal(straight_weight, resumed_weight)

@@ -7,7 +7,8 @@ transformer chain (normaliser statistics), the replay buffer (unless
 the run's random generator (:mod:`rlengine.api.seeding`), NumPy's and Python's
 global random state, what the pipeline saves to let its episodes continue
 (the sync pipeline: its environment's state and its carry), the running
-episode statistics, the evaluation environment's state, and the effective config.
+episode statistics, the evaluation environment's state (a graph environment's: its count of
+resets, which seeds the next evaluation), and the effective config.
 
 Kill-safety: a checkpoint counts only once its *marker*
 ``ckpt-<iteration>.complete`` exists. The marker is written atomically
@@ -92,10 +93,29 @@ def _restore_global_random_state(data: bytes) -> None:
     random.setstate((3, tuple(state["python"]), None))
 
 
-def _environment_state(env: Any, limit: int) -> bytes:
-    """``env``'s state signed by this user; b"" (episodes restart) when it cannot be saved or is above ``limit``,
-    and for a graph environment, whose state lives in the graph's carry, not in the environment."""
-    return b"" if is_graph_environment(env) else env_state.saved_state(env, limit)
+def _evaluation_state(parts: Any, limit: int) -> bytes:
+    """What the next evaluations need to go on as if uninterrupted; b"" when the run does not evaluate.
+
+    A Python environment's state, signed by this user (b"" when it cannot be saved or is above
+    ``limit``: its episodes restart). A graph environment keeps no state between evaluations, but
+    each evaluation's reset seed counts the resets before it (:func:`rlengine.collect.stepper.reset_seed`):
+    the count, as arrays (no pickle).
+    """
+    if parts.eval_env is None:
+        return b""
+    if is_graph_environment(parts.eval_env):
+        return _arrays_to_bytes([parts.evaluator.caller.resets.numpy()])
+    return env_state.saved_state(parts.eval_env, limit)
+
+
+def _restore_evaluation(parts: Any, state: bytes) -> None:
+    """Put the evaluation environment (or a graph environment's reset count) back as :func:`_evaluation_state` saved it."""
+    if parts.eval_env is None:
+        return
+    if not is_graph_environment(parts.eval_env):
+        env_state.restore_state(parts.eval_env, state)  # unsigned or foreign: never unpickled
+    elif state:  # b"": a checkpoint written before the count was saved
+        parts.evaluator.caller.resets.assign(_bytes_to_arrays(state)[0])
 
 
 # -- the root dir's config ------------------------------------------------------------
@@ -141,12 +161,6 @@ def check_resumable(root_dir: str, config: dict, force: bool = False, defaults: 
                             "--root-dir")
 
 
-def _restore_environment(env: Any, state: bytes) -> bool:
-    """Put ``env`` back in its saved ``state``; False when there is none, this user did not sign it
-    (never unpickled, see :mod:`rlengine.collect.env_state`), or the env cannot."""
-    return env_state.restore_state(env, state)
-
-
 BLOBS = ("global_random", "pipeline", "episode_stats", "eval_environment", "config")
 
 
@@ -179,8 +193,7 @@ class RunCheckpoints:
         self.blobs["global_random"].assign(_global_random_state())
         self.blobs["pipeline"].assign(parts.pipeline.save_state())  # b"": its episodes restart on resume
         self.blobs["episode_stats"].assign(_arrays_to_bytes([self.stats.returns, self.stats.lengths]))
-        self.blobs["eval_environment"].assign(  # idle between evaluations; none when the run does not evaluate
-            b"" if parts.eval_env is None else _environment_state(parts.eval_env, run.config.train.max_env_state_bytes))
+        self.blobs["eval_environment"].assign(_evaluation_state(parts, run.config.train.max_env_state_bytes))
         self.blobs["config"].assign(json.dumps(run.config.to_dict(), sort_keys=True))
         self.checkpoint.write(prefix)
         mark_complete(self.directory, number, iteration=number, env_steps=run.env_steps, time=time.time())
@@ -217,8 +230,7 @@ class RunCheckpoints:
         for writer in parts.writers:
             writer.resume_from(run.env_steps)
         with env_state.reading_from(restored):  # a warning about untrusted env state names this checkpoint
-            if parts.eval_env is not None:
-                _restore_environment(parts.eval_env, self.blobs["eval_environment"].numpy())
+            _restore_evaluation(parts, self.blobs["eval_environment"].numpy())
             continued = parts.pipeline.resume(self.blobs["pipeline"].numpy())
         if continued:  # the episodes in progress go on
             self.stats.returns, self.stats.lengths = _bytes_to_arrays(self.blobs["episode_stats"].numpy())

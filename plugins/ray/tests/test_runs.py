@@ -94,3 +94,21 @@ def test_env_registered_by_a_module_id_loads_inside_the_runners(local_ray, tmp_p
                         num_envs=4, unroll_length=8, num_env_steps=64, writers=[])
     result = Engine(config).train()
     assert result.env_steps == 64
+
+
+@pytest.mark.ray
+def test_a_graph_environment_trains_its_runners_stepping_it_inside_their_graph(local_ray, components_of, tmp_path):
+    from rlengine import RemoteCollector
+    from tests.pipelines.test_graph_environments import PYTHON_OPS, _op_types
+
+    components = components_of(env="graph-counting")
+    collector = RemoteCollector(components.pipeline.context.collector_recipe(2, 2))  # a runner's, built here
+    experience, dropped, _ = collector.collect()
+    observation = experience[3]  # the flat rows: step_type, reward, discount, observation, ...
+    assert not dropped and observation.shape == (5, 2, 2) and (observation[..., 1] == [2, 3]).all()  # env ids 2, 3
+    assert not collector.collector.env.calls_python and not _op_types(collector.collector.run.function) & PYTHON_OPS
+    collector.close()
+
+    result = Engine(ray_config(str(tmp_path / "run"), env="graph-counting", eval_interval=2),
+                    extra_plugins=testing_plugins()).train()
+    assert result.env_steps == 64 and len(result.eval_history) == 2

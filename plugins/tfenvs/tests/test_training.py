@@ -100,3 +100,12 @@ def test_a_resumed_run_evaluates_and_ends_as_an_uninterrupted_one(tmp_path):
     assert [(steps, ret) for steps, _, ret in resumed.eval_history] == evaluations[2:]
     for straight_weight, resumed_weight in zip(straight_weights.weights, resumed_weights.weights, strict=True):
         np.testing.assert_array_equal(straight_weight, resumed_weight)
+
+
+def test_ppo_trains_on_tf_cartpole_in_the_async_pipeline(tmp_path):
+    """Each env thread steps its own copies of the graph environment, inside its own graph."""
+    raw = {"train": dict(algorithm="ppo", env="tf/CartPole-v1", pipeline="async", num_envs=4, unroll_length=16,
+                         num_env_steps=256, eval_interval=8, num_eval_episodes=2, writers=[],
+                         root_dir=str(tmp_path / "run"))}
+    result = rlengine.Engine(raw, **tfenvs_plugins()).train()
+    assert result.env_steps == 256 and len(result.eval_history) == 2

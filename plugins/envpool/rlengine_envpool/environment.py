@@ -156,8 +156,8 @@ class EnvPoolEnvironment(Environment):
         """EnvPool cannot save its copies' state: a resumed run starts new episodes (said once per id)."""
         if self.env_id not in _said_no_state:
             _said_no_state.add(self.env_id)
-            print(f"rlengine: note: EnvPool cannot save the state of {self.env_id!r}'s copies: a run resumed "
-                  f"from a checkpoint starts new episodes", file=sys.stderr)
+            print(f"rlengine: note: EnvPool cannot save the state of the copies of {self.env_id!r}: a run resumed "
+                  f"from these checkpoints starts new episodes", file=sys.stderr)
         raise NotImplementedError(f"{self.env_id!r}: EnvPool cannot save its environments' state")
 
     def close(self) -> None:

@@ -63,7 +63,7 @@ def test_a_resumed_run_starts_new_episodes_and_says_so_once(tmp_path, capsys):
     resumed = Episodes()
     result = _short_ppo(tmp_path / "run", resumed)
     assert result.env_steps == 512 and resumed.iterations == 8 - 3  # it went on from the checkpoint
-    assert capsys.readouterr().err.count("EnvPool cannot save the state of 'envpool/CartPole-v1'") == 1
+    assert capsys.readouterr().err.count("EnvPool cannot save the state of the copies of 'envpool/CartPole-v1'") == 1
 
 
 def test_the_async_pipeline_steps_one_envpool_per_env_thread(tmp_path, monkeypatch):

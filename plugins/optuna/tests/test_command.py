@@ -12,6 +12,7 @@ from rlengine_optuna import tuner
 from rlengine_optuna.command import resume_command
 
 from rlengine import cli
+from rlengine.config import read_toml
 
 
 def run_main(capsys, *argv):
@@ -84,3 +85,17 @@ def test_a_short_study_of_ppo_on_cartpole_prints_its_table_and_best_toml_trains(
     code, out, err = run_main(capsys, "train", tune_dir / "best.toml", "--root-dir", tmp_path / "best", *quick)
     assert code == 0, err
     assert os.path.exists(tmp_path / "best" / "config.toml")
+
+
+def test_a_short_study_on_the_graph_environment_tf_cartpole(capsys, tmp_path):
+    tune_dir = tmp_path / "tune"
+    code, out, err = run_main(capsys, "tune", "--trials", "2", "--num-env-steps", "512", "--tune-dir", tune_dir,
+                              "--pruner", "none", "--param", "ppo.learning_rate=loguniform:1e-4:1e-2",
+                              "--set", "train.env='tf/CartPole-v1'", "--set", "train.writers=[]",
+                              "--set", "train.eval_interval=1", "--set", "train.num_eval_episodes=2")
+
+    assert code == 0, err
+    lines = out.splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("trial  state")))
+    assert [line.split()[:2] for line in lines[header + 1:header + 3]] == [["0", "COMPLETE"], ["1", "COMPLETE"]]
+    assert read_toml(str(tune_dir / "best.toml"))["train"]["env"] == "tf/CartPole-v1"

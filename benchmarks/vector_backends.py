@@ -10,7 +10,10 @@ between the rows; the best of each is shown, with collection's ratio to the firs
 
 Target (issue 45): the native backend's collection at 64 copies at least 5x sync's.
 
-    python benchmarks/vector_backends.py [--copies 8 64 256] [--trials 3] [--seconds 2] [--async]
+    python benchmarks/vector_backends.py [--copies 8 64 256] [--trials 3] [--seconds 2] [--async] [--set KEY=VALUE ...]
+
+``--set`` adds an override to every row (e.g. ``train.env_step_timeout=0``: no watch thread around the
+environment's calls).
 """
 
 import argparse
@@ -32,9 +35,10 @@ ROWS = [
 ASYNC_ROW = ("gym async", "CartPole-v1", ('gym.vectorization="async"',))
 
 
-def measure(plugins, rows: list, copies: int, trials: int, seconds: float) -> dict:
+def measure(plugins, rows: list, copies: int, trials: int, seconds: float, extra: tuple = ()) -> dict:
     """``label -> [raw best, collection best]`` over ``trials`` alternating trials of about ``seconds`` each."""
-    built = {label: components(plugins, DEFAULT_CONFIG, env, copies, *overrides) for label, env, overrides in rows}
+    built = {label: components(plugins, DEFAULT_CONFIG, env, copies, *overrides, *extra)
+             for label, env, overrides in rows}
     best = {label: [0.0, 0.0] for label in built}
     unrolls = dict.fromkeys(built, 1)
     try:
@@ -59,6 +63,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--async", dest="with_async", action="store_true",
                         help="also AsyncVectorEnv (one process per copy: at 8 copies only)")
+    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every row")
     args = parser.parse_args()
     plugins = build_plugins()
     rows = []
@@ -67,13 +73,13 @@ def main() -> None:
             print(f"({label}: skipped, no envpool/ environment is registered: pip install -e plugins/envpool)")
         else:
             rows.append((label, env, overrides))
-    print(f"{datetime.date.today()}, default config (PPO's policy, unrolls of {UNROLL} steps), best of "
-          f"{args.trials} trials; env steps/s")
+    print(f"{datetime.date.today()}, default config (PPO's policy, unrolls of {UNROLL} steps)"
+          f"{''.join(', ' + e for e in args.extra)}, best of {args.trials} trials; env steps/s")
     print(f"| copies | backend | env id | raw stepping | collection | collection / {rows[0][0]} |")
     print("|---:|---|---|---:|---:|---:|")
     for copies in args.copies:
         these = rows + ([ASYNC_ROW] if args.with_async and copies <= 8 else [])
-        best = measure(plugins, these, copies, args.trials, args.seconds)
+        best = measure(plugins, these, copies, args.trials, args.seconds, tuple(args.extra))
         baseline = best[rows[0][0]][1]
         for label, env, _ in these:
             raw, collected = best[label]

@@ -168,3 +168,20 @@ def test_native_render_returns_the_first_copy_frame():
     frame = env.render()
     assert frame.shape == (400, 600, 3) and frame.dtype == np.uint8
     env.close()
+
+
+def test_a_run_says_once_on_a_terminal_which_backend_steps_it(monkeypatch, capsys):
+    import rlengine_gym.native
+
+    monkeypatch.setattr(rlengine_gym.native, "_said", set())
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    for _ in range(2):  # training and evaluation copies: one line
+        GymEnvironment("CartPole-v1", 2, 0).close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["rlengine: CartPole-v1: stepped by its native vector env CartPoleVectorEnv "
+                     "(all copies in one array step)"]
+    spec = gymnasium.spec("CartPole-v1")
+    assert choose_vectorization("CartPole-v1", spec, GymConfig(), {"render_mode": "human"}, False) == "sync"
+    assert capsys.readouterr().err.splitlines() == [
+        "rlengine: CartPole-v1: stepped by SyncVectorEnv, not its native vector env: its vector env "
+        "CartPoleVectorEnv cannot render 'human' ([gym] vectorization = \"auto\")"]

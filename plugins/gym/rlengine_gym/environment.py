@@ -1,18 +1,17 @@
 """``GymEnvironment``: any Gymnasium environment as a batched rlengine environment.
 
-The copies run in a Gymnasium vector env (``SyncVectorEnv`` in this process or
-``AsyncVectorEnv`` with one worker process per copy) with the ``NEXT_STEP``
-autoreset mode: the step after a copy's ``LAST`` step ignores its action and
-returns the first observation of the next episode with reward 0, which is
-exactly rlengine's ``FIRST`` step. Nothing is lost across episode boundaries.
+The copies run in one Gymnasium vector env (which kind: :mod:`rlengine_gym.vector_envs`) with
+the ``NEXT_STEP`` autoreset mode: the step after a copy's ``LAST`` step ignores its action and
+returns the first observation of the next episode with reward 0, which is exactly rlengine's
+``FIRST`` step. Nothing is lost across episode boundaries.
 
-Seeding: the first ``reset`` seeds copy ``i`` with ``seed + first_env_id + i``,
-so copies are distinct across all environments of a run (their ``env_id``
-values differ) and a run is reproducible; later resets continue the copies'
-random streams instead of replaying the same episodes.
+Seeding: the first ``reset`` seeds copy ``i`` with ``seed + first_env_id + i`` (a native vector
+env, its one generator with ``seed + first_env_id``), so copies are distinct across all
+environments of a run (their ``env_id`` values differ) and a run is reproducible; later resets
+continue the random streams instead of replaying the same episodes.
 
-How an id resolves to a Gymnasium spec is :mod:`rlengine_gym.env_ids`; how the
-worker processes of the async vectorization start is :mod:`rlengine_gym.worker_start`.
+How an id resolves to a Gymnasium spec is :mod:`rlengine_gym.env_ids`; how the worker
+processes of the async vectorization start is :mod:`rlengine_gym.worker_start`.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from rlengine.plugin.recipe import PluginRecipe
 from rlengine.plugin.registry import KINDS, Registries
 
 DISABLE_ENV = "RLENGINE_DISABLE_PLUGINS"
+_FAILURES_SAID: set = set()  # the plugin failures this process has warned of
 TRACE_ENV = "RLENGINE_TRACE_PLUGINS"
 
 
@@ -68,6 +69,18 @@ class Plugins:
     def hook(self) -> Any:
         """``manager.hook``, but an implementation that raises becomes a PluginError naming it."""
         return GuardedHooks(self)
+
+    def report_failures(self) -> None:
+        """Say once per process, one line each, which plugins could not be loaded: the run goes on without them.
+
+        A run that asks for a name one of them would have registered stops there, and that error lists
+        the plugins that could not be loaded (:meth:`Registry.get <rlengine.plugin.registry.Registry.get>`).
+        """
+        for failure in self.failures:
+            if failure.message not in _FAILURES_SAID:
+                _FAILURES_SAID.add(failure.message)
+                print(f"rlengine: warning: {failure.message}; left out of this process (--disable-plugin "
+                      f"{failure.name} silences this; --debug shows the traceback)", file=sys.stderr)
 
     def raise_failures(self) -> None:
         """Refuse to run with a plugin missing: raise the first failure."""
@@ -162,6 +175,7 @@ def build_plugins(
     registries = Registries()
     for info in list(infos):
         run_registration(pm, info, registries, infos, failures)
+    registries.failed_plugins[:] = [f.message for f in failures]
     return Plugins(pm, registries, infos, failures, recipe=PluginRecipe.of(skip, extra_plugins, load_entry_points))
 
 

@@ -119,9 +119,12 @@ def _check_base(entry: Entry, obj: Any) -> None:
 class Registry:
     """The registry of one plugin kind (e.g. ``algorithm``)."""
 
-    def __init__(self, kind: Kind):
+    def __init__(self, kind: Kind, failed_plugins: Optional[list] = None):
         self.kind = kind
         self._entries: dict[str, Entry] = {}
+        self._contested: dict[str, str] = {}  # name -> why two plugins' claims on it are refused
+        #: one line for each plugin that could not be loaded: an unknown name may be one of theirs
+        self.failed_plugins: list = [] if failed_plugins is None else failed_plugins
 
     def register_for(self, plugin: str) -> Callable[..., None]:
         """A ``register(name, obj, *extra)`` callable that records ``plugin``."""
@@ -147,20 +150,29 @@ class Registry:
                 f"which is not {what} (nor a 'module:Class' reference to one)")
         if entry.name in self._entries:
             first = self._entries[entry.name].plugin
-            raise RegistryError(
-                f"{self.kind.name} {entry.name!r} is registered by both plugin {first!r} and plugin "
-                f"{entry.plugin!r}; disable one with --disable-plugin NAME"
-            )
+            clash = (f"{self.kind.name} {entry.name!r} is registered by both plugin {first!r} and plugin "
+                     f"{entry.plugin!r}; disable one with --disable-plugin {first} or --disable-plugin {entry.plugin}")
+            # the second plugin is left out, but a run naming this one may have meant either: it is refused
+            self._contested[entry.name] = clash
+            raise RegistryError(clash)
         self._entries[entry.name] = entry
 
     def get(self, name: str) -> Entry:
+        if name in self._contested:
+            raise RegistryError(self._contested[name])
         try:
             return self._entries[name]
         except KeyError:
             raise RegistryError(
                 f"unknown {self.kind.name} {name!r}; available: {', '.join(sorted(self._entries)) or 'none'}."
-                + close_matches(name, self._entries)
+                + close_matches(name, self._entries) + self._not_loaded()
             ) from None
+
+    def _not_loaded(self) -> str:
+        if not self.failed_plugins:
+            return ""
+        return (" Not loaded, so perhaps the one that registers it: " + "; ".join(self.failed_plugins)
+                + " (--debug shows the traceback)")
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries
@@ -180,7 +192,8 @@ class Registries:
     """The registries of a run, one per kind of :data:`KINDS`."""
 
     def __init__(self) -> None:
-        self.by_kind = {kind.name: Registry(kind) for kind in KINDS}
+        self.failed_plugins: list = []  # one line per plugin that could not be loaded, shared by every kind
+        self.by_kind = {kind.name: Registry(kind, self.failed_plugins) for kind in KINDS}
 
     def __getitem__(self, kind: str) -> Registry:
         return self.by_kind[kind]

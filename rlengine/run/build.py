@@ -8,7 +8,7 @@ needs, prepares the specs once, then hands the prepared parts to it.
 from __future__ import annotations
 
 import pickle
-from typing import Any, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import attrs
 import tensorflow as tf
@@ -305,10 +305,30 @@ def _transformers(config: RunConfig, classes: list, observation_spec: Any) -> li
     return out
 
 
-def config_classes(plugins: Plugins) -> dict[str, type]:
-    """Section name -> config class, for every registered plugin class that has one."""
-    out: dict[str, type] = {}
-    for kind in config_section_kinds():
-        for entry in plugins.registries[kind]:
-            out.setdefault(entry.name, getattr(entry.obj, "config_class", None) or type(None))
-    return out
+def config_classes(plugins: Plugins) -> Mapping[str, type]:
+    """Section name -> config class, for every registered plugin class that has one.
+
+    The names are known at once; a class is imported when its section is looked up, so a run imports
+    only the plugins whose sections it uses, and a registration that cannot be imported stops only
+    a run that names it (:class:`ConfigClasses`).
+    """
+    return ConfigClasses(plugins)
+
+
+class ConfigClasses(Mapping):
+    """The sections of every kind that has them, each class loaded on first lookup."""
+
+    def __init__(self, plugins: Plugins):
+        self._entries: dict = {}
+        for kind in config_section_kinds():
+            for entry in plugins.registries[kind]:
+                self._entries.setdefault(entry.name, entry)
+
+    def __getitem__(self, name: str) -> type:
+        return getattr(self._entries[name].obj, "config_class", None) or type(None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -66,7 +66,7 @@ class Engine:
         overrides = list(overrides)
         self.force = force  # resume a root dir even if its config.toml differs (``rlengine train --force``)
         self.plugins = plugins or build_plugins(disabled=disabled_plugins, extra_plugins=extra_plugins)
-        self.plugins.raise_failures()
+        self.plugins.report_failures()  # a broken plugin stops only a run that uses it
         registries = self.plugins.registries
         raw, preset = starting_config(config, overrides, registries.presets if use_preset else None,
                                       registries.graph_environments)

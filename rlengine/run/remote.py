@@ -82,7 +82,7 @@ class RemoteCollector:
         from rlengine.run.specs import prepare_specs
 
         config, plugins = pickle.loads(recipe.config), rebuild_plugins(recipe.plugins)
-        plugins.raise_failures()
+        plugins.report_failures()  # as the driver did: a plugin this run does not use is left out
         train = config.train
         self.env = make_environment(config, plugins, recipe.num_envs, train.seed + recipe.seed_offset,
                                     recipe.first_env_id)

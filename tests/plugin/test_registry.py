@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlengine import hookimpl
-from rlengine.errors import PluginError, RegistryError
+from rlengine.errors import RegistryError
 from rlengine.plugin.manager import DISABLE_ENV, build_plugins, find_info
 from rlengine.plugin.registry import KIND_BY_NAME, KINDS, Entry, Registries, Registry
 from rlengine.run.engine import Engine
@@ -47,8 +47,9 @@ def test_duplicate_name_across_two_plugins_names_both():
     assert "algorithm 'dup'" in message
     assert "plugin 'first'" in message and "plugin 'second'" in message
     assert "--disable-plugin" in message
-    assert registry.get("dup").obj is ToyAlgorithm
-    assert registry.get("dup").plugin == "first"
+    assert registry.names() == ["dup"] and next(iter(registry)).obj is ToyAlgorithm  # the first one's entry
+    with pytest.raises(RegistryError, match="registered by both"):  # but a run naming it is refused
+        registry.get("dup")
 
 
 def test_duplicate_name_while_building_plugins_fails_the_second_plugin():
@@ -59,14 +60,15 @@ def test_duplicate_name_while_building_plugins_fails_the_second_plugin():
     message = plugins.failures[0].message
     assert "RegistryError" in message
     assert "plugin 'first'" in message and "plugin 'second'" in message
-    assert plugins.registries.algorithms.get("dup").plugin == "first"
+    assert [e.plugin for e in plugins.registries.algorithms if e.name == "dup"] == ["first"]
     assert [i.name for i in plugins.infos if i.distribution != "rlengine"] == ["first"]
 
 
 @pytest.mark.first_party
 def test_duplicate_name_with_an_entry_point_plugin_is_refused_by_the_engine(tmp_path):
-    with pytest.raises(PluginError) as info:
-        Engine(tiny_config(str(tmp_path)), extra_plugins=[("testing", testing_plugin()),
+    """The run names the contested algorithm: it could have meant either plugin's, so it is refused."""
+    with pytest.raises(RegistryError) as info:
+        Engine(tiny_config(str(tmp_path), algorithm="ppo"), extra_plugins=[("testing", testing_plugin()),
                                                           ("mine", RegistersAlgorithm("ppo", AnotherToy))])
 
     message = str(info.value)

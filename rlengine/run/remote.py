@@ -91,7 +91,8 @@ class RemoteCollector:
         converters = Converters(plugins.registries.distributions)
         names: dict = {"algorithm": train.algorithm, **dict(enumerate(train.transformers))}
         self.specs = prepare_specs(raw_spec, action_spec, self.chain, self.algorithm, converters, names)
-        self.collector = Collector(self.env, self.chain, self.algorithm, self.specs, converters, train.unroll_length)
+        self.collector = Collector(self.env, self.chain, self.algorithm, self.specs, converters, train.unroll_length,
+                                   jit_compile=train.jit_compile_unroll)  # a graph environment's unroll, as locally
         self.faults = FaultWatch(self.env)  # the step timeout and env restarts, as in the sync pipeline
         self.weights = ActingWeights(self.algorithm, self.chain)
         self.carry: Any = None

@@ -101,12 +101,13 @@ def test_a_graph_environment_trains_its_runners_stepping_it_inside_their_graph(l
     from rlengine import RemoteCollector
     from tests.pipelines.test_graph_environments import PYTHON_OPS, _op_types
 
-    components = components_of(env="graph-counting")
+    components = components_of(env="graph-counting", jit_compile_unroll=True)
     collector = RemoteCollector(components.pipeline.context.collector_recipe(2, 2))  # a runner's, built here
     experience, dropped, _ = collector.collect()
     observation = experience[3]  # the flat rows: step_type, reward, discount, observation, ...
     assert not dropped and observation.shape == (5, 2, 2) and (observation[..., 1] == [2, 3]).all()  # env ids 2, 3
     assert not collector.collector.env.calls_python and not _op_types(collector.collector.run.function) & PYTHON_OPS
+    assert collector.collector.jit_compile  # train.jit_compile_unroll, as in a local collector
     collector.close()
 
     result = Engine(ray_config(str(tmp_path / "run"), env="graph-counting", eval_interval=2),

@@ -23,6 +23,7 @@ class BackgroundSender:
         self._lock = threading.Condition()
         self._pending: list = []
         self._sending = False  # a batch is out of _pending but not sent yet
+        self._in_flight = 0  # the items of that batch
         self._wake = False  # flush() or close() asked for a batch now
         self._closing = False
         self._done = False  # the thread has ended
@@ -56,13 +57,25 @@ class BackgroundSender:
             self._lock.wait_for(lambda: self._thread is None or self._done or not (self._pending or self._sending))
         self.raise_if_failed()
 
-    def close(self) -> None:
-        """Send what is queued and stop the thread. Does not raise: see :attr:`unreported_error`."""
+    def close(self, timeout: Optional[float] = None) -> bool:
+        """Send what is queued and stop the thread, waiting ``timeout`` seconds at most (None: as long as it
+        takes); whether the thread ended. Does not raise: see :attr:`unreported_error`.
+
+        A thread still sending when the time is up is left behind (it is a daemon: it ends with the
+        process); :attr:`unsent` counts what it holds.
+        """
         with self._lock:
             self._closing = True
             self._lock.notify_all()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
+
+    @property
+    def unsent(self) -> int:
+        """Items queued or being sent that have not gone out (all of them, until the thread has ended)."""
+        with self._lock:
+            return len(self._pending) + self._in_flight
 
     @property
     def unreported_error(self) -> Optional[BaseException]:
@@ -91,10 +104,33 @@ class BackgroundSender:
                 self._lock.wait_for(lambda: self._wake or self._closing, timeout=self._interval)
                 batch, self._pending = self._pending, []
                 self._sending, self._wake, closing = bool(batch), False, self._closing
+                self._in_flight = len(batch)
             if batch:
                 self._send(batch)
             with self._lock:
-                self._sending = False
+                self._sending, self._in_flight = False, 0
                 self._lock.notify_all()
                 if closing and not self._pending:
                     return
+
+
+def finished_within(call: Callable[[], None], seconds: float, name: str) -> bool:
+    """Run ``call`` in a daemon thread and wait ``seconds`` at most; whether it ended. Its error is raised here.
+
+    For a tracker's last call (ending its run) on a server that may not answer: the process need not
+    wait for it, and a daemon thread left behind ends with the process.
+    """
+    errors: list = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # raised on the calling thread below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(max(seconds, 0.0))
+    if errors:
+        raise errors[0]
+    return not thread.is_alive()

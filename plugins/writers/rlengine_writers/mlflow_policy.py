@@ -21,6 +21,7 @@ import attrs
 
 from rlengine import RLEngineError, hookimpl
 from rlengine.errors import one_line
+from rlengine_writers.background import finished_within
 from rlengine_writers.mlflow_run import open_run_of
 from rlengine_writers.tracking import warn
 
@@ -45,7 +46,8 @@ class MlflowPolicy:
     @hookimpl
     def rlengine_train_end(self, run: Any, error: Optional[BaseException]) -> None:
         mlflow_run = open_run_of(run.root_dir) if "mlflow" in run.config.train.writers else None
-        if mlflow_run is not None and error is None:  # None: no mlflow writer, or it never wrote a row
+        # None: no mlflow writer, or it never wrote a row; an MLflow run that could not be opened, the writer reports
+        if mlflow_run is not None and error is None and mlflow_run.open_error is None:
             self._log_policy(run.root_dir, mlflow_run)
 
     def _log_policy(self, root_dir: str, mlflow_run: Any) -> None:
@@ -66,4 +68,17 @@ class MlflowPolicy:
             except RLEngineError as exc:  # e.g. a plugin of the run that only this process registered
                 warn("mlflow", f"the policy is not logged as an artifact: the export failed: {one_line(exc)}")
                 return
-            mlflow_run.log_artifacts(out_dir, self.config.artifact_path)
+            self._upload(mlflow_run, out_dir)
+
+    def _upload(self, mlflow_run: Any, out_dir: str) -> None:
+        """Log the exported policy, within the writer's ``close_secs``; one line when it cannot be."""
+        bound = mlflow_run.config.close_secs
+        try:
+            done = finished_within(lambda: mlflow_run.log_artifacts(out_dir, self.config.artifact_path), bound,
+                                   "rlengine mlflow policy upload")
+        except Exception as exc:
+            warn("mlflow", f"the policy is not logged as an artifact: {type(exc).__name__}: {one_line(exc)}")
+            return
+        if not done:
+            warn("mlflow", f"the policy is not logged as an artifact: {mlflow_run.tracking_uri} did not take it "
+                           f"within mlflow.close_secs = {bound:g} s")

@@ -48,14 +48,25 @@ class MlflowRun:
         self.run_id: Optional[str] = None
         self.tracking_uri = ""
         self.status = "FINISHED"  # how end() marks it (the writer sets FAILED or KILLED when the run failed)
+        self.open_error: Optional[TrackerError] = None  # why it could not be opened, once it could not
         self._lock = threading.Lock()
         OPEN_RUNS[os.path.abspath(root_dir)] = self
 
     def ensure_open(self) -> None:
-        """Continue the MLflow run ``root_dir`` records, or make one, and record the run's config in it."""
+        """Continue the MLflow run ``root_dir`` records, or make one, and record the run's config in it.
+
+        A failure is kept and raised again at once by later calls: trying again would wait on the
+        same server (:data:`rlengine_writers.services.MLFLOW_HTTP_BOUNDS`) for nothing.
+        """
         with self._lock:
+            if self.open_error is not None:
+                raise self.open_error
             if self.run_id is None:
-                self._open()
+                try:
+                    self._open()
+                except TrackerError as exc:
+                    self.open_error = exc
+                    raise
 
     def _open(self) -> None:
         import mlflow

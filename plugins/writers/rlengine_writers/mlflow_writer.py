@@ -19,12 +19,14 @@ such steps hold two values.
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import attrs
 
 from rlengine_writers.mlflow_run import MlflowRun, status_of
-from rlengine_writers.tracker_writer import TrackerWriter
+from rlengine_writers.services import check_mlflow_uri
+from rlengine_writers.tracker_writer import CLOSE_SECS, TrackerWriter
 from rlengine_writers.tracking import non_negative_number, positive_number, require_modules
 
 
@@ -42,6 +44,9 @@ class MlflowConfig:
     interval_secs: float = attrs.field(default=1.0, validator=non_negative_number)
     # longest time, in seconds, rows wait in memory before a background thread sends them as one batch
     flush_secs: float = attrs.field(default=5.0, validator=positive_number)
+    # longest time, in seconds, closing the writer waits for the last rows and the end of the tracker run
+    # (none after a second Ctrl-C); what is not sent by then is dropped, with one line saying how much
+    close_secs: float = attrs.field(default=CLOSE_SECS, validator=positive_number)
 
 
 def check_mlflow_installed() -> None:
@@ -58,7 +63,11 @@ class MlflowWriter(TrackerWriter):
     def __init__(self, root_dir: str, config: MlflowConfig, total_env_steps: int = 0):
         super().__init__(root_dir, config, total_env_steps)
         check_mlflow_installed()  # a missing package refuses the run now, before anything is written
+        check_mlflow_uri(config.tracking_uri)  # and so do an unknown scheme and a server that does not answer
         self.run: Optional[MlflowRun] = None  # made by the first row, opened by the sender thread
+
+    def destination(self) -> str:
+        return self.config.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "MLflow's default store"
 
     def started(self) -> None:
         self.run = MlflowRun(self.root_dir, self.config)  # found by the mlflow-policy callback from now on

@@ -20,6 +20,12 @@ The thread's errors are raised at the next ``write``; one that no ``write``
 could raise any more (the run's last rows) is raised by ``close`` when the
 run itself succeeded, and only warned about when the run is failing
 already, so the run's own error stays the one shown.
+
+``close`` is bounded: it sends what is queued and ends the tracker run
+within the writer's ``close_secs``, and waits for nothing while a second
+Ctrl-C aborts the run (``KeyboardInterrupt``). What it could not send in
+that time is dropped, with one line naming the count and the tracker's
+address; the sender thread, a daemon, ends with the process.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ from typing import Any, Mapping, Optional
 
 from rlengine import SummaryWriter
 from rlengine.errors import one_line
-from rlengine_writers.background import BackgroundSender
+from rlengine_writers.background import BackgroundSender, finished_within
 from rlengine_writers.tracking import numeric_metrics, warn
 from rlengine_writers.values import to_number
+
+CLOSE_SECS = 30.0  # the trackers' default close_secs (docs/trackers.md)
 
 
 class TrackerWriter(SummaryWriter):
@@ -99,21 +107,50 @@ class TrackerWriter(SummaryWriter):
             self._sender.flush()
 
     def close(self) -> None:
+        """Send what is queued and end the tracker run, in ``close_secs`` at most (none while a second Ctrl-C
+        aborts); what could not be sent in that time is dropped, and one line says so."""
         if self._closed:
             return
         self._closed = True
         failing = sys.exc_info()[1]  # the engine closes writers while the run's error, if any, propagates
+        aborting = isinstance(failing, KeyboardInterrupt)  # a second Ctrl-C: nothing may wait
+        deadline = time.monotonic() + (0.0 if aborting else self.config.close_secs)
         error = None
         if self._sender is not None:
             if self._sender.error is None:
                 self._release()  # the newest values of the run's end
-            self._sender.close()
+            try:
+                finished = self._sender.close(max(deadline - time.monotonic(), 0.0))
+            except KeyboardInterrupt:  # a second Ctrl-C while waiting
+                self._dropped("aborted")
+                raise
+            if not finished:  # the tracker run is not ended either: that call would wait on the same server
+                self._dropped("aborted" if aborting else f"gave up after {self.config.close_secs:g} s "
+                              f"({self.tracker}.close_secs)")
+                return
             error = self._sender.unreported_error
-        try:
-            self.end(failing)
-        except Exception as exc:
-            warn(self.tracker, f"the {self.tracker} run could not be ended: {type(exc).__name__}: {one_line(exc)}")
+        self._end_within(failing, deadline)
         if error is not None:
             if failing is None:  # closed on a run's success: its tracking failed unseen so far
                 raise error
             warn(self.tracker, f"the last rows did not reach {self.tracker}: {error}")
+
+    def _end_within(self, failing: Optional[BaseException], deadline: float) -> None:
+        try:
+            ended = finished_within(lambda: self.end(failing), deadline - time.monotonic(),
+                                    f"rlengine {self.tracker} end")
+            if not ended:
+                warn(self.tracker, f"the {self.tracker} run at {self.destination()} was not ended within "
+                                   f"{self.tracker}.close_secs = {self.config.close_secs:g} s: it may show as running")
+        except Exception as exc:
+            warn(self.tracker, f"the {self.tracker} run could not be ended: {type(exc).__name__}: {one_line(exc)}")
+
+    def _dropped(self, why: str) -> None:
+        """One line: what this writer did not send."""
+        rows = self._sender.unsent if self._sender is not None else 0
+        warn(self.tracker, f"{why} closing the writer: {rows} row(s) not sent to {self.destination()}, and its "
+                           f"{self.tracker} run not ended")
+
+    def destination(self) -> str:
+        """Where the rows go, for messages (a tracking URI)."""
+        return self.tracker

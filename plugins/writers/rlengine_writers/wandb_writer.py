@@ -23,7 +23,8 @@ from typing import Any, Optional
 import attrs
 
 from rlengine.errors import one_line
-from rlengine_writers.tracker_writer import TrackerWriter
+from rlengine_writers.services import check_wandb_online, wandb_server
+from rlengine_writers.tracker_writer import CLOSE_SECS, TrackerWriter
 from rlengine_writers.tracking import (
     TrackerError,
     non_negative_number,
@@ -54,6 +55,9 @@ class WandbConfig:
     interval_secs: float = attrs.field(default=1.0, validator=non_negative_number)
     # longest time, in seconds, rows wait in memory before a background thread hands them to W&B
     flush_secs: float = attrs.field(default=5.0, validator=positive_number)
+    # longest time, in seconds, closing the writer waits for the last rows and the end of the tracker run
+    # (none after a second Ctrl-C); what is not sent by then is dropped, with one line saying how much
+    close_secs: float = attrs.field(default=CLOSE_SECS, validator=positive_number)
 
 
 def check_wandb_installed() -> None:
@@ -70,8 +74,12 @@ class WandbWriter(TrackerWriter):
     def __init__(self, root_dir: str, config: WandbConfig, total_env_steps: int = 0):
         super().__init__(root_dir, config, total_env_steps)
         check_wandb_installed()  # a missing package refuses the run now, before anything is written
+        check_wandb_online(config.mode)  # and so do a missing API key and a server that does not answer
         self.run: Optional[Any] = None  # the W&B run, started by the sender thread
         self._record: Optional[dict] = None
+
+    def destination(self) -> str:
+        return wandb_server(self.config.mode) or "W&B's local files"
 
     def started(self) -> None:
         """Check, on the training thread, that a recorded W&B run can be continued as configured."""

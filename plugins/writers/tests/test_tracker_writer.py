@@ -1,5 +1,7 @@
 """What the tracker writers hand their sender thread: metrics thinned to one value per interval, evaluations whole."""
 
+import threading
+
 import attrs
 import pytest
 from rlengine_writers import tracker_writer
@@ -10,6 +12,7 @@ from rlengine_writers.tracker_writer import TrackerWriter
 class Config:
     interval_secs: float = 1.0
     flush_secs: float = 60.0
+    close_secs: float = 30.0
 
 
 class Recording(TrackerWriter):
@@ -90,3 +93,72 @@ def test_closed_while_the_run_fails_the_writer_ends_its_tracker_run_with_that_er
     except RuntimeError as error:  # as the engine closes its writers while the run's error propagates
         writer.close()
         assert writer.ended is error
+
+
+class Stuck(Recording):
+    """A tracker whose server takes the first rows, then never answers again."""
+
+    def __init__(self, root_dir, config):
+        super().__init__(root_dir, config)
+        self.answering = threading.Event()
+
+    def send(self, rows):
+        if self.sent:
+            self.answering.wait()  # until the test ends
+        super().send(rows)
+
+    def destination(self):
+        return "http://127.0.0.1:1"
+
+
+def _stuck_writer(tmp_path, **config) -> Stuck:
+    writer = Stuck(str(tmp_path), Config(interval_secs=0.0, flush_secs=0.01, **config))
+    writer.write(_row(1, **{"loss/total": 1.0}))
+    writer.flush()  # sent
+    writer.write(_row(2, **{"loss/total": 2.0}))
+    return writer
+
+
+def _warning_lines(err: str) -> list:
+    return [line for line in err.splitlines() if line.startswith("rlengine: warning: test: ")]
+
+
+def test_closing_gives_up_after_close_secs_and_says_what_it_dropped(tmp_path, capsys):
+    writer = _stuck_writer(tmp_path, close_secs=0.2)
+    writer.write(_row(3, **{"loss/total": 3.0}))
+    try:
+        writer.close()  # returns: the stuck sender thread is left behind
+        assert _warning_lines(capsys.readouterr().err) == [
+            "rlengine: warning: test: gave up after 0.2 s (test.close_secs) closing the writer: 2 row(s) not sent "
+            "to http://127.0.0.1:1, and its test run not ended"]
+        assert writer.ended is False  # ending it would wait on the same server
+    finally:
+        writer.answering.set()
+
+
+def test_closing_while_a_second_ctrl_c_aborts_waits_for_nothing(tmp_path, capsys):
+    writer = _stuck_writer(tmp_path, close_secs=3600.0)  # a wait would hang the test
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:  # as the engine closes its writers while the abort propagates
+            writer.close()
+        lines = _warning_lines(capsys.readouterr().err)
+        assert len(lines) == 1 and lines[0].startswith("rlengine: warning: test: aborted closing the writer: ")
+    finally:
+        writer.answering.set()
+
+
+def test_ending_the_tracker_run_is_bounded_too(tmp_path, capsys):
+    writer = Recording(str(tmp_path), Config(close_secs=0.2))
+    blocked = threading.Event()
+    writer.end = lambda error: blocked.wait()
+    writer.write(_row(1, **{"loss/total": 1.0}))
+    try:
+        writer.close()
+        assert _warning_lines(capsys.readouterr().err) == [
+            "rlengine: warning: test: the test run at test was not ended within test.close_secs = 0.2 s: it may "
+            "show as running"]
+        assert writer.sent == [(4, {"loss/total": 1.0})]
+    finally:
+        blocked.set()

@@ -67,8 +67,8 @@ def commands_of(plugins: Any = None) -> dict:
         plugins = build_plugins()
     out = {}
     for entry in plugins.registries.commands:
-        try:
-            out[entry.name] = entry.obj()
+        try:  # get: a name two plugins register is left out, with the line naming both
+            out[entry.name] = plugins.registries.commands.get(entry.name).obj()
         except RLEngineError as exc:
             print(f"rlengine: warning: {exc}", file=sys.stderr)
     return out

@@ -30,6 +30,8 @@ class ListPlugins(Command):
             print(json.dumps(rows + failed, indent=2))
         else:
             print_plugin_table(rows)
+        for notice in plugins.notices:
+            print(f"rlengine: warning: {notice}", file=sys.stderr)
         for failure in plugins.failures:
             print(f"rlengine: error: {failure.message}", file=sys.stderr)
             if args.debug:

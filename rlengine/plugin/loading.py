@@ -87,7 +87,7 @@ def _dist_of(ep: md.EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"], dist.version
 
 
-def load_entry_point(pm, ep, infos, failures) -> None:
+def load_entry_point(pm, ep, infos, failures, notices: Optional[list] = None) -> None:
     dist, version = _dist_of(ep)
     try:
         with tensorflow_start_up_dropped():  # a plugin that imports TensorFlow at its top stays quiet
@@ -95,6 +95,11 @@ def load_entry_point(pm, ep, infos, failures) -> None:
     except Exception as exc:  # any import error must not stop other plugins
         failures.append(_failure(ep.name, dist, version, f"could not import entry point {ep.value!r}", exc))
         return
+    if notices is not None and getattr(plugin, "RLENGINE_API_VERSION", None) is None:
+        origin = f"{dist} {version}".strip()
+        notices.append(f"plugin {ep.name!r} ({origin}) declares no RLENGINE_API_VERSION, so a core it does not "
+                       f"fit cannot say so; its module {module_of(plugin)!r} should set RLENGINE_API_VERSION = "
+                       f"\"{API_VERSION}\" (the API it is written against)")
     register(pm, ep.name, plugin, PluginInfo(ep.name, dist, version, module_of(plugin)), infos, failures)
 
 

@@ -64,6 +64,8 @@ class Plugins:
     #: The manager's name of each callback instance registered for the run in progress -> what it is.
     callbacks: dict[str, ActiveCallback] = attrs.field(factory=dict)
     recipe: Optional[PluginRecipe] = None  # how another process (a remote env runner) loads the same plugins
+    #: one line each about plugins that loaded but should be fixed (no RLENGINE_API_VERSION)
+    notices: list[str] = attrs.field(factory=list)
 
     @property
     def hook(self) -> Any:
@@ -76,11 +78,18 @@ class Plugins:
         A run that asks for a name one of them would have registered stops there, and that error lists
         the plugins that could not be loaded (:meth:`Registry.get <rlengine.plugin.registry.Registry.get>`).
         """
+        for notice in self.notices:
+            if notice not in _FAILURES_SAID:
+                _FAILURES_SAID.add(notice)
+                print(f"rlengine: warning: {notice}", file=sys.stderr)
+        loaded = {info.name for info in self.infos}  # a plugin with a name clash keeps its other names
         for failure in self.failures:
             if failure.message not in _FAILURES_SAID:
                 _FAILURES_SAID.add(failure.message)
-                print(f"rlengine: warning: {failure.message}; left out of this process (--disable-plugin "
-                      f"{failure.name} silences this; --debug shows the traceback)", file=sys.stderr)
+                left_out = "" if failure.name in loaded else (
+                    f"; left out of this process (--disable-plugin {failure.name} silences this; --debug shows "
+                    "the traceback)")
+                print(f"rlengine: warning: {failure.message}{left_out}", file=sys.stderr)
 
     def raise_failures(self) -> None:
         """Refuse to run with a plugin missing: raise the first failure."""
@@ -159,6 +168,7 @@ def build_plugins(
     skip = set(disabled) | disabled_from_env()
     infos: list[PluginInfo] = []
     failures: list[PluginFailure] = []
+    notices: list[str] = []
     for name, module in BUILTIN_PLUGINS:
         if name not in skip:
             plugin = load_builtin(module)
@@ -167,7 +177,7 @@ def build_plugins(
     if load_entry_points:
         for ep in entry_points(failures):
             if ep.name not in skip:
-                load_entry_point(pm, ep, infos, failures)
+                load_entry_point(pm, ep, infos, failures, notices)
     for name, plugin in extra_plugins:
         if name not in skip:
             register(pm, name, plugin, PluginInfo(name, "in-process", "", module_of(plugin)), infos, failures)
@@ -175,8 +185,17 @@ def build_plugins(
     registries = Registries()
     for info in list(infos):
         run_registration(pm, info, registries, infos, failures)
-    registries.failed_plugins[:] = [f.message for f in failures]
-    return Plugins(pm, registries, infos, failures, recipe=PluginRecipe.of(skip, extra_plugins, load_entry_points))
+    failures += [clash_failure(plugin, clash, infos) for plugin, clash in registries.clashes]
+    registries.failed_plugins[:] = [f.message for f in failures if f.name not in {i.name for i in infos}]
+    return Plugins(pm, registries, infos, failures, recipe=PluginRecipe.of(skip, extra_plugins, load_entry_points),
+                   notices=notices)
+
+
+def clash_failure(plugin: str, clash: str, infos: list) -> PluginFailure:
+    """A name ``plugin`` registered after another plugin had: its other names stay, this one is refused."""
+    info = next(i for i in infos if i.name == plugin)
+    origin = f"{info.distribution} {info.version}".strip()
+    return PluginFailure(plugin, info.distribution, info.version, f"plugin {plugin!r} ({origin}): {clash}", "")
 
 
 def rebuild_plugins(recipe: PluginRecipe) -> Plugins:

@@ -119,8 +119,10 @@ def _check_base(entry: Entry, obj: Any) -> None:
 class Registry:
     """The registry of one plugin kind (e.g. ``algorithm``)."""
 
-    def __init__(self, kind: Kind, failed_plugins: Optional[list] = None):
+    def __init__(self, kind: Kind, failed_plugins: Optional[list] = None, clashes: Optional[list] = None):
         self.kind = kind
+        #: (plugin, one line) of each name a plugin registered after another plugin had
+        self.clashes: list = [] if clashes is None else clashes
         self._entries: dict[str, Entry] = {}
         self._contested: dict[str, str] = {}  # name -> why two plugins' claims on it are refused
         #: one line for each plugin that could not be loaded: an unknown name may be one of theirs
@@ -152,9 +154,10 @@ class Registry:
             first = self._entries[entry.name].plugin
             clash = (f"{self.kind.name} {entry.name!r} is registered by both plugin {first!r} and plugin "
                      f"{entry.plugin!r}; disable one with --disable-plugin {first} or --disable-plugin {entry.plugin}")
-            # the second plugin is left out, but a run naming this one may have meant either: it is refused
+            # the plugin's other names stay; a run naming this one may have meant either: it is refused
             self._contested[entry.name] = clash
-            raise RegistryError(clash)
+            self.clashes.append((entry.plugin, clash))
+            return
         self._entries[entry.name] = entry
 
     def get(self, name: str) -> Entry:
@@ -193,7 +196,8 @@ class Registries:
 
     def __init__(self) -> None:
         self.failed_plugins: list = []  # one line per plugin that could not be loaded, shared by every kind
-        self.by_kind = {kind.name: Registry(kind, self.failed_plugins) for kind in KINDS}
+        self.clashes: list = []  # (plugin, one line) per name registered twice, shared by every kind
+        self.by_kind = {kind.name: Registry(kind, self.failed_plugins, self.clashes) for kind in KINDS}
 
     def __getitem__(self, kind: str) -> Registry:
         return self.by_kind[kind]

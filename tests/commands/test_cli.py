@@ -460,3 +460,25 @@ def test_process_config_error_prints_nothing_else_on_stderr(bad_key_process):
     # TensorFlow's C++ start-up chatter must not surround the error.
     [line] = bad_key_process.stderr.splitlines()
     assert line.startswith("rlengine: error: unknown config key train.nmu_envs")
+
+
+class ClaimsTwoCommands:
+    """A plugin whose command ``plugins`` clashes with the core's, beside a command of its own."""
+
+    @hookimpl
+    def rlengine_register_commands(self, register):
+        register("plugins", Hello)
+        register("hello", Hello)
+
+
+def test_a_command_name_two_plugins_register_is_refused_and_every_other_command_stays(capsys):
+    plugins = rlengine.plugin.manager.build_plugins(load_entry_points=False, extra_plugins=[
+        ("claims", ClaimsTwoCommands())])
+
+    commands = rlengine.cli.commands_of(plugins)
+
+    assert "hello" in commands and "train" in commands  # the clashing plugin's other command, the core's
+    assert "plugins" not in commands  # which one was meant is not known: neither runs
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "command 'plugins' is registered by both plugin 'builtin-commands' and plugin 'claims'" in err

@@ -99,6 +99,9 @@ COINFLIP_MODULE = '''
             return None
 
 
+    RLENGINE_API_VERSION = "1.0"
+
+
     @hookimpl
     def rlengine_register_algorithms(register):
         register("coinflip_random", RandomAlgorithm)

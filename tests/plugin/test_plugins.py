@@ -523,3 +523,17 @@ def test_call_chained_runs_newest_first_and_feeds_each_result_on():
 
     assert result.train.seed == 11  # times_ten (newest) first, then add_one
     assert config.train.seed == 1
+
+
+def test_an_entry_point_without_an_api_version_is_a_notice_naming_it(fake_dist):
+    fake_dist("rlengine-fake", "1.2.3", {"no-version": GOOD_PLUGIN.format(algorithm="unversioned_algo")})
+    declared = GOOD_PLUGIN.format(algorithm="versioned_algo") + '\nRLENGINE_API_VERSION = "1.0"\n'
+    fake_dist("rlengine-fake-2", "1.0", {"with-version": declared})
+
+    plugins = build_plugins()
+
+    (notice,) = plugins.notices
+    assert _one_line(notice)
+    assert "plugin 'no-version' (rlengine-fake 1.2.3) declares no RLENGINE_API_VERSION" in notice
+    assert f'RLENGINE_API_VERSION = "{rlengine.API_VERSION}"' in notice
+    assert plugins.registries.algorithms.get("unversioned_algo").plugin == "no-version"  # it still loads

@@ -38,30 +38,38 @@ def _in_process(*plugins):
 def test_duplicate_name_across_two_plugins_names_both():
     registry = Registry(KIND_BY_NAME["algorithm"])
     registry.register_for("first")("dup", ToyAlgorithm)
+    registry.register_for("second")("dup", AnotherToy)
 
-    with pytest.raises(RegistryError) as info:
-        registry.register_for("second")("dup", AnotherToy)
+    with pytest.raises(RegistryError) as info:  # a run naming it is refused: it could mean either
+        registry.get("dup")
 
     message = str(info.value)
+    assert [clash for _, clash in registry.clashes] == [message]
     assert "\n" not in message
     assert "algorithm 'dup'" in message
     assert "plugin 'first'" in message and "plugin 'second'" in message
-    assert "--disable-plugin" in message
+    assert "--disable-plugin first or --disable-plugin second" in message
     assert registry.names() == ["dup"] and next(iter(registry)).obj is ToyAlgorithm  # the first one's entry
-    with pytest.raises(RegistryError, match="registered by both"):  # but a run naming it is refused
-        registry.get("dup")
 
 
-def test_duplicate_name_while_building_plugins_fails_the_second_plugin():
+class RegistersTwo(RegistersAlgorithm):
+    """Registers an algorithm and an environment: a clash on one leaves the other registered."""
+
+    @hookimpl
+    def rlengine_register_environments(self, register):
+        register(f"{self.name}_env", CountingEnv)
+
+
+def test_duplicate_name_while_building_plugins_is_a_failure_of_that_name_only():
     plugins = _in_process(("first", RegistersAlgorithm("dup", ToyAlgorithm)),
-                          ("second", RegistersAlgorithm("dup", AnotherToy)))
+                          ("second", RegistersTwo("dup", AnotherToy)))
 
     assert [f.name for f in plugins.failures] == ["second"]
     message = plugins.failures[0].message
-    assert "RegistryError" in message
     assert "plugin 'first'" in message and "plugin 'second'" in message
     assert [e.plugin for e in plugins.registries.algorithms if e.name == "dup"] == ["first"]
-    assert [i.name for i in plugins.infos if i.distribution != "rlengine"] == ["first"]
+    assert [i.name for i in plugins.infos if i.distribution != "rlengine"] == ["first", "second"]
+    assert plugins.registries.environments.get("dup_env").plugin == "second"  # its other names stay
 
 
 @pytest.mark.first_party

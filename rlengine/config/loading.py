@@ -67,7 +67,8 @@ def parse_value(text: str) -> Any:
 def build_config(raw: Mapping[str, Any], config_classes: Mapping[str, type]) -> RunConfig:
     """Validate a raw TOML dict against the engine's and the plugins' classes."""
     # looked up by the sections ``raw`` names only: a plugin's class is imported when its section is used
-    config_classes = collections.ChainMap({k: v for k, v in CORE_SECTIONS.items() if k != "train"}, config_classes)
+    config_classes = collections.ChainMap({k: v for k, v in CORE_SECTIONS.items() if k != "train"},
+                                          config_classes)  # type: ignore[arg-type]  # only read
     unknown = [name for name in raw if name != "train" and name not in config_classes]
     if unknown:
         raise ConfigError(

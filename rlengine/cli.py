@@ -32,15 +32,33 @@ if __name__ == "__main__" or sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] =
 
 import argparse  # noqa: E402  (after the hook: an interrupt while importing is one line)
 import faulthandler  # noqa: E402
+import re  # noqa: E402
 import traceback  # noqa: E402
-from typing import Any, Optional, Sequence  # noqa: E402
+from typing import Any, NoReturn, Optional, Sequence  # noqa: E402
 
-from rlengine.errors import RLEngineError, TrainingInterrupted, earlier_failures, unexpected_error_line  # noqa: E402
+from rlengine.errors import (  # noqa: E402
+    RLEngineError,
+    TrainingInterrupted,
+    close_matches,
+    earlier_failures,
+    unexpected_error_line,
+)
 from rlengine.quiet_tensorflow import own_the_process  # noqa: E402
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line that names the fix (``--help``), and a close match for a misspelt choice;
+    the command's subparsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice is not None:
+            message += close_matches(choice[1], re.findall(r"'([^']*)'", choice[2]))
+        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def global_parser(add_help: bool = True) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rlengine", add_help=add_help,
+    p = OneLineParser(prog="rlengine", add_help=add_help,
                                 description="A plugin-based reinforcement-learning engine.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     p.add_argument("--debug", action="store_true", help="show full tracebacks (plugin errors too)")
@@ -110,7 +128,10 @@ def run_command(words: list, early: argparse.Namespace) -> int:
     plugins = build_plugins(disabled=early.disable_plugin)
     commands = commands_of(plugins)
     full = parser(commands)
-    args = full.parse_args(words)
+    args, unknown = full.parse_known_args(words)
+    if unknown:  # named with the command's own --help, where argparse would name the top one's
+        full.exit(2, f"rlengine: error: unrecognized arguments: {' '.join(unknown)} "
+                     f"(see: rlengine {args.command + ' ' if args.command else ''}--help)\n")
     if args.command is None:
         full.print_help()
         return 2

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Optional
 import attrs
 import pluggy
 
-from rlengine.errors import PluginError
+from rlengine.errors import PluginError, close_matches
 from rlengine.plugin import hookspecs
 from rlengine.plugin.calls import GuardedCaller, GuardedHooks, wrong_result_message
 from rlengine.plugin.core_plugins import BUILTIN_DISTRIBUTION, BUILTIN_PLUGINS, load_builtin
@@ -181,6 +181,8 @@ def build_plugins(
     for name, plugin in extra_plugins:
         if name not in skip:
             register(pm, name, plugin, PluginInfo(name, "in-process", "", module_of(plugin)), infos, failures)
+    notices += unknown_disabled(skip, [n for n, _ in BUILTIN_PLUGINS] + [ep.name for ep in entry_points([])]
+                                + [n for n, _ in extra_plugins])
     check_pending(pm, infos, failures)
     registries = Registries()
     for info in list(infos):
@@ -189,6 +191,12 @@ def build_plugins(
     registries.failed_plugins[:] = [f.message for f in failures if f.name not in {i.name for i in infos}]
     return Plugins(pm, registries, infos, failures, recipe=PluginRecipe.of(skip, extra_plugins, load_entry_points),
                    notices=notices)
+
+
+def unknown_disabled(disabled: Iterable[str], names: list) -> list[str]:
+    """One line for each name to disable that no plugin has (a typo would leave the plugin on, silently)."""
+    return [f"--disable-plugin (or {DISABLE_ENV}) {name!r} names no plugin; there are: {', '.join(sorted(names))}."
+            + close_matches(name, names) for name in sorted(set(disabled) - set(names))]
 
 
 def clash_failure(plugin: str, clash: str, infos: list) -> PluginFailure:

@@ -482,3 +482,18 @@ def test_a_command_name_two_plugins_register_is_refused_and_every_other_command_
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "command 'plugins' is registered by both plugin 'builtin-commands' and plugin 'claims'" in err
+
+
+@pytest.mark.parametrize("words, expected", [
+    (["train", "--no-such-flag"], "rlengine: error: unrecognized arguments: --no-such-flag (see: rlengine train --help)"),
+    (["trian"], "Did you mean 'train'? (see: rlengine --help)"),
+    (["train", "--num-envs"], "rlengine train: error: argument --num-envs: expected one argument (see: rlengine "
+                              "train --help)"),
+])
+def test_a_usage_error_is_one_line_naming_the_help_to_read(capsys, words, expected):
+    with pytest.raises(SystemExit) as exit_info:
+        rlengine.cli.main(words)
+
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.count("\n") == 1 and expected in err, err

@@ -537,3 +537,14 @@ def test_an_entry_point_without_an_api_version_is_a_notice_naming_it(fake_dist):
     assert "plugin 'no-version' (rlengine-fake 1.2.3) declares no RLENGINE_API_VERSION" in notice
     assert f'RLENGINE_API_VERSION = "{rlengine.API_VERSION}"' in notice
     assert plugins.registries.algorithms.get("unversioned_algo").plugin == "no-version"  # it still loads
+
+
+def test_a_disabled_name_that_no_plugin_has_is_a_notice_with_a_close_match(monkeypatch):
+    monkeypatch.setenv(DISABLE_ENV, "testingg")
+
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("testing", testing_plugin())])
+
+    (notice,) = [n for n in plugins.notices if "testingg" in n]
+    assert _one_line(notice)
+    assert "'testingg' names no plugin" in notice and "Did you mean 'testing'?" in notice
+    assert plugins.registries.algorithms.get("toy").plugin == "testing"  # the typo disabled nothing

@@ -21,15 +21,7 @@ from rlengine.errors import CheckpointMismatchError
 from rlengine.run.checkpoints.files import mark_complete
 from rlengine.run.checkpoints.reading import unreadable
 from rlengine.testing import testing_plugin
-from tests.safety.damage_kit import (
-    DATA,
-    checkpoint_file,
-    checkpoint_warnings,
-    flip_byte,
-    set_aside_dirs,
-    toy_engine,
-    trained_toy_run,
-)
+from tests.safety import damage_kit as kit
 
 KIT = {"extra_plugins": [("testing", testing_plugin())]}
 
@@ -48,10 +40,10 @@ def _truncated(path: Path) -> None:
 
 DAMAGE = {  # (file, what is done to it): each then gets a fresh marker, so its sizes and checksums match
     "garbage index": ("index", _garbage),
-    "garbage data": (DATA, _garbage),
+    "garbage data": (kit.DATA, _garbage),
     "zeroed index": ("index", _zeros),
-    "zeroed data": (DATA, _zeros),
-    "truncated data": (DATA, _truncated),
+    "zeroed data": (kit.DATA, _zeros),
+    "truncated data": (kit.DATA, _truncated),
 }
 
 
@@ -59,16 +51,16 @@ DAMAGE = {  # (file, what is done to it): each then gets a fresh marker, so its 
 def unreadable_newest(request, tmp_path) -> tuple:
     """A finished toy run whose newest checkpoint ``ckpt-4`` is unreadable yet matches its (new) marker;
     ``(root, {file name: its damaged bytes})``."""
-    root = trained_toy_run(tmp_path)
+    root = kit.trained_toy_run(tmp_path)
     kind, damage = DAMAGE[request.param]
-    damage(checkpoint_file(root, 4, kind))
+    damage(kit.checkpoint_file(root, 4, kind))
     mark_complete(str(root / "checkpoints"), 4, iteration=4, env_steps=32)
-    files = {name: (root / "checkpoints" / name).read_bytes() for name in ("ckpt-4.index", f"ckpt-4.{DATA}")}
+    files = {name: (root / "checkpoints" / name).read_bytes() for name in ("ckpt-4.index", f"ckpt-4.{kit.DATA}")}
     return root, files
 
 
 def _one_warning(err: str, prefix: Path) -> str:
-    warnings = checkpoint_warnings(err)
+    warnings = kit.checkpoint_warnings(err)
     assert len(warnings) == 1, err
     assert warnings[0].startswith(f"rlengine: warning: checkpoint {prefix} is damaged (unreadable: ")
     assert "another algorithm" not in err and "does not fit" not in err
@@ -84,10 +76,10 @@ def test_resume_sets_it_aside_unchanged_and_goes_on_from_the_newest_sound_one(un
     root, files = unreadable_newest
     capsys.readouterr()
 
-    result = toy_engine(root).train()
+    result = kit.toy_engine(root).train()
 
     warning = _one_warning(capsys.readouterr().err, root / "checkpoints" / "ckpt-4")
-    aside = set_aside_dirs(root, 4)
+    aside = kit.set_aside_dirs(root, 4)
     assert warning.endswith(f"; set aside as {aside[0]}; resuming from ckpt-3")
     assert _unchanged(root, files, aside[0])  # moved as they were, never rewritten
     assert result.env_steps == 32 and unreadable(str(root / "checkpoints" / "ckpt-4")) == ""  # saved again
@@ -97,7 +89,7 @@ def test_evaluate_and_load_skip_it_and_leave_it_as_it_is(unreadable_newest, caps
     root, files = unreadable_newest
     capsys.readouterr()
 
-    engine = toy_engine(root)
+    engine = kit.toy_engine(root)
     assert engine.evaluate(num_episodes=1)["eval/episodes"] == 1
     evaluated = _one_warning(capsys.readouterr().err, root / "checkpoints" / "ckpt-4")
     policy = rlengine.load(str(root), backend="tensorflow", **KIT)
@@ -106,32 +98,32 @@ def test_evaluate_and_load_skip_it_and_leave_it_as_it_is(unreadable_newest, caps
     assert evaluated == loaded and loaded.endswith("; left in place (the next 'rlengine train' of this run sets "
                                                    "it aside); using ckpt-3")
     assert policy.checkpoint == str(root / "checkpoints" / "ckpt-3")
-    assert _unchanged(root, files) and not set_aside_dirs(root, 4)
+    assert _unchanged(root, files) and not kit.set_aside_dirs(root, 4)
 
 
 def test_load_says_so_when_the_newest_checkpoint_no_longer_matches_its_marker(tmp_path, capsys):
-    root = trained_toy_run(tmp_path)
-    flip_byte(checkpoint_file(root, 4))
+    root = kit.trained_toy_run(tmp_path)
+    kit.flip_byte(kit.checkpoint_file(root, 4))
     capsys.readouterr()
 
     policy = rlengine.load(str(root), backend="tensorflow", **KIT)
 
     assert policy.checkpoint.endswith("ckpt-3")
-    assert checkpoint_warnings(capsys.readouterr().err) == [
-        f"rlengine: warning: checkpoint {root / 'checkpoints' / 'ckpt-4'} is damaged (ckpt-4.{DATA}: checksum "
+    assert kit.checkpoint_warnings(capsys.readouterr().err) == [
+        f"rlengine: warning: checkpoint {root / 'checkpoints' / 'ckpt-4'} is damaged (ckpt-4.{kit.DATA}: checksum "
         "mismatch); left in place (the next 'rlengine train' of this run sets it aside); using ckpt-3"]
 
 
 def test_a_cached_policy_of_a_checkpoint_damaged_since_is_not_used(tmp_path, capsys):
-    root = trained_toy_run(tmp_path)
+    root = kit.trained_toy_run(tmp_path)
     assert rlengine.load(str(root), backend="tflite", **KIT).checkpoint.endswith("ckpt-4")
     assert (root / "checkpoints" / "ckpt-4.policy.npz").is_file()  # cached: the next load takes it
-    flip_byte(checkpoint_file(root, 4))
+    kit.flip_byte(kit.checkpoint_file(root, 4))
     capsys.readouterr()
 
     policy = rlengine.load(str(root), backend="tflite", **KIT)
 
-    assert policy.checkpoint.endswith("ckpt-3") and len(checkpoint_warnings(capsys.readouterr().err)) == 1
+    assert policy.checkpoint.endswith("ckpt-3") and len(kit.checkpoint_warnings(capsys.readouterr().err)) == 1
 
 
 @pytest.mark.first_party
@@ -146,7 +138,7 @@ def test_export_and_play_skip_it(unreadable_newest, tmp_path, capsys):
     episodes = play_run(str(root), 1, **KIT)
 
     assert info["checkpoint"] == "ckpt-3" and len(episodes) == 1
-    warnings = checkpoint_warnings(capsys.readouterr().err)
+    warnings = kit.checkpoint_warnings(capsys.readouterr().err)
     assert len(warnings) == 2 and all("is damaged (unreadable: " in w and w.endswith("; using ckpt-3")
                                       for w in warnings)
     assert _unchanged(root, files)

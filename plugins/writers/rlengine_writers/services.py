@@ -127,8 +127,8 @@ def check_wandb_online(mode: str) -> None:
 
 
 def _netrc_login(host: str) -> bool:
-    try:
-        return netrc.netrc().authenticators(host) is not None
+    try:  # where W&B looks: NETRC, else ~/.netrc
+        return netrc.netrc(os.environ.get("NETRC") or None).authenticators(host) is not None
     except (OSError, netrc.NetrcParseError):  # no ~/.netrc, or one that cannot be read
         return False
 

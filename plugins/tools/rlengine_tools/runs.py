@@ -7,9 +7,9 @@ children and grandchildren (``runs/`` holding seed parents).
 
 A run's status comes from what is on disk, never from a guess:
 
-* ``running``: its lock file ``.rlengine.lock`` is there and names a live
-  process (the lock file exists only while a run holds it, or after a
-  ``kill -9``, when its process is gone);
+* ``running``: a process holds the OS lock on its lock file
+  ``.rlengine.lock`` (the file stays after a ``kill -9``, but the lock goes
+  with the process; a lock file of another host counts as running);
 * ``finished``: its newest checkpoint (the marker
   ``checkpoints/ckpt-<n>.complete`` records its ``env_steps``) reached the
   budget ``train.num_env_steps``, or the last evaluation, at that
@@ -91,19 +91,25 @@ def find_runs(directory: str) -> list:
 
 # -- reading one run ------------------------------------------------------------------------
 def read_rows(path: str) -> list:
-    """Every complete JSON row; a torn last line (a run killed mid-write) is skipped."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # only a crash mid-row leaves such a line; the rows around it are whole
-            if isinstance(row, dict):
-                rows.append(row)
+    """Every complete JSON row; a torn last line (a run killed mid-write) is skipped. Other lines that are
+    not JSON rows (a file damaged, or not written by rlengine) are skipped too, with one warning naming it."""
+    rows, bad = [], []
+    with open(path, "rb") as f:
+        lines = [line.strip() for line in f]
+    for number, line in enumerate(lines, 1):
+        if not line:
+            continue
+        try:
+            row = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            bad.append(number)
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    if bad and bad != [len(lines)]:  # only a crash mid-row leaves a bad line, and only as the last one
+        print(f"rlengine: warning: {path}: {len(bad)} of its {len(lines)} lines are not JSON rows (first: line "
+              f"{bad[0]}); read the {len(rows)} that are. rlengine did not write it so: move it aside if it is "
+              "not the run's (its checkpoints are separate and unaffected)", file=sys.stderr)
     return rows
 
 
@@ -163,13 +169,29 @@ def is_running(run_dir: str) -> bool:
         return False
     if holder.get("host") not in (None, socket.gethostname()):
         return True  # another machine's process: it cannot be checked from here, and its lock file is there
+    return lock_is_held(os.path.join(run_dir, LOCK_FILE))
+
+
+def lock_is_held(path: str) -> bool:
+    """Whether a process holds the run's OS lock on ``path``: the OS lets it go when its process dies, where
+    the pid written in the file may by then be another, live process's."""
     try:
-        os.kill(holder["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows: the file exists only while a run holds it, or after a kill)
         return True
-    return True
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # the trainer holds LOCK_EX while it runs
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def evaluations(rows: list) -> list:

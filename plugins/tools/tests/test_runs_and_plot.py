@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -40,8 +41,23 @@ def fake_run(path, seed=0, budget=100, checkpoint=100, evals=((50, 10.0), (100, 
     return path
 
 
-def lock(path, pid):
+def lock(path, pid, held=False):
+    """The lock file a run leaves; ``held``: and the OS lock on it, as a training process holds it."""
     (path / ".rlengine.lock").write_text(json.dumps({"pid": pid, "host": os.uname().nodename, "since": 0}))
+    if held:
+        fd = os.open(path / ".rlengine.lock", os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        HELD_LOCKS.append(fd)  # kept open (and locked) until the test ends
+
+
+HELD_LOCKS: list = []
+
+
+@pytest.fixture(autouse=True)
+def _release_locks():
+    yield
+    while HELD_LOCKS:
+        os.close(HELD_LOCKS.pop())
 
 
 def dead_pid():
@@ -55,8 +71,10 @@ def test_runs_lists_each_run_with_its_status(capsys, tmp_path):
     fake_run(parent / "seed-0", seed=0)  # checkpoint at the budget
     fake_run(parent / "seed-1", seed=1, checkpoint=50, evals=[(50, 12.5)])  # stopped halfway
     fake_run(parent / "seed-2", seed=2, checkpoint=50, evals=[(50, 40.0)], target=35.0)  # stopped at the target
-    lock(fake_run(parent / "seed-10", seed=10, checkpoint=None, evals=[(50, 5.0)]), os.getpid())  # being trained
+    lock(fake_run(parent / "seed-10", seed=10, checkpoint=None, evals=[(50, 5.0)]), os.getpid(), held=True)
     lock(fake_run(parent / "seed-3", seed=3, checkpoint=50), dead_pid())  # killed -9: the lock file is left
+    # killed -9 long ago, its pid since taken by a live process: the OS lock went with the trainer
+    lock(fake_run(parent / "seed-4", seed=4, checkpoint=50), os.getpid())
     (parent / "seed-0.log").write_text("")
     code, out, err = run_main(capsys, "runs", parent)
 
@@ -65,10 +83,33 @@ def test_runs_lists_each_run_with_its_status(capsys, tmp_path):
     assert header.split() == ["run", "algorithm", "env", "seed", "env", "steps", "best", "eval", "last", "eval",
                               "status", "wall", "time"]
     rows = [line.split() for line in lines]
-    assert [r[0] for r in rows] == ["seed-0", "seed-1", "seed-2", "seed-3", "seed-10"]  # natural order
+    assert [r[0] for r in rows] == ["seed-0", "seed-1", "seed-2", "seed-3", "seed-4", "seed-10"]  # natural order
     assert rows[0] == ["seed-0", "ppo", "CartPole-v1", "0", "100", "30.0", "30.0", "finished", "4.0", "s"]
-    assert [r[7] for r in rows] == ["finished", "interrupted", "finished", "interrupted", "running"]
+    assert [r[7] for r in rows] == ["finished", "interrupted", "finished", "interrupted", "interrupted", "running"]
     assert rows[1][4:7] == ["50", "12.5", "12.5"]
+
+
+def test_a_damaged_metrics_file_is_one_warning_and_the_other_runs_still_list(capsys, tmp_path):
+    parent = tmp_path / "p"
+    fake_run(parent / "seed-0", seed=0)
+    damaged = fake_run(parent / "seed-1", seed=1) / "metrics.jsonl"
+    damaged.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary\n" + damaged.read_bytes() + b"{not json\n")
+
+    code, out, err = run_main(capsys, "runs", parent)
+
+    assert code == 0, err
+    assert [line.split()[7] for line in out.splitlines()[1:]] == ["finished", "finished"]
+    assert out.splitlines()[2].split()[5:7] == ["30.0", "30.0"]  # the whole rows around the damage are read
+    assert err.count("\n") == 1 and str(damaged) in err and "lines are not JSON rows (first: line 1); read the 2 that are" in err
+
+
+def test_a_torn_last_row_is_skipped_silently(capsys, tmp_path):
+    metrics = fake_run(tmp_path / "run") / "metrics.jsonl"
+    metrics.write_text(metrics.read_text() + '{"iteration": 3, "env_st')
+
+    code, out, err = run_main(capsys, "runs", tmp_path / "run")
+
+    assert code == 0 and err == ""
 
 
 def test_runs_finds_seed_parents_under_a_directory_and_a_single_run(capsys, tmp_path):

@@ -9,7 +9,12 @@ The trainer writes a flat dict of scalars per summary::
     writer.close()
 
 Keys are namespaced (``train/``, ``eval/``, ``loss/``, ``diagnostics/``, ``time/``, ...);
-``iteration``, ``env_steps`` and ``wall_time`` are always present.
+``iteration``, ``env_steps`` and ``wall_time`` are always present. ``wall_time`` is
+the seconds since this process began building the run (evaluations, checkpoints
+and summaries included); a resumed run's process starts it at 0 again, so a run's
+total over its resumes is the sum of each process's last value (``rlengine runs``
+and ``plot`` add them up: a ``wall_time`` lower than the row before starts a new
+process).
 
 Writers are built before the run is known to start (its checkpoint may not
 fit, a plugin may refuse it): create files at the first ``write()`` (or in

@@ -50,6 +50,11 @@ class Algorithm(tf.Module):
     built as ``cls(time_step_spec, action_spec, config)`` with the specs of
     one environment copy (no batch dimension), observations already
     transformed.
+
+    ``super().__init__`` keeps ``self.time_step_spec`` and ``self.action_spec``
+    (as given, untracked by ``tf.Module``), ``self.config`` (the instance of
+    ``config_class`` from the run's section) and ``self.progress`` (a
+    variable: the fraction of the run's env-step budget used so far).
     """
 
     config_class: ClassVar[type] = NoConfig

@@ -42,6 +42,12 @@ class EnvironmentCopies:
 
     :class:`Environment` (Python) and :class:`~rlengine.api.graph_environment.GraphEnvironment`
     (TensorFlow) build on it; a plugin subclasses one of those two, never this.
+
+    ``super().__init__`` keeps ``self.env_id`` (the id the run names),
+    ``self.num_envs`` (the copies this object steps), ``self.seed`` (this
+    object's seed), ``self.first_env_id`` (the run-wide number of its first
+    copy, for seeding each copy apart) and ``self.config`` (the instance of
+    ``config_class`` from the environment's section).
     """
 
     config_class: ClassVar[type] = NoConfig

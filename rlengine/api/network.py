@@ -46,6 +46,11 @@ class Encoder(tf.Module):
     registered name) and ``output_size`` in ``__init__``, create every
     variable there, and implement ``__call__``. They must work inside
     ``tf.function`` and accept any leading batch size.
+
+    ``super().__init__`` keeps ``self.observation_spec`` (the nest this
+    encoder reads, untracked by ``tf.Module``), ``self.config`` (the
+    instance of ``config_class``) and ``self.output_size`` (0 until the
+    subclass sets it).
     """
 
     config_class: ClassVar[type] = NoConfig

@@ -76,7 +76,12 @@ class PipelineContext:
 
 
 class Pipeline:
-    """Base class of pipelines (see the module docstring for the calling loop)."""
+    """Base class of pipelines (see the module docstring for the calling loop).
+
+    ``__init__`` keeps ``self.context`` (the :class:`PipelineContext`: the
+    run's config, specs, algorithm, learner, environments, ...) and
+    ``self.config`` (the instance of ``config_class`` from its section).
+    """
 
     config_class: ClassVar[type] = NoConfig
 

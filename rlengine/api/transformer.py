@@ -25,7 +25,12 @@ from rlengine.api.noconfig import NoConfig
 
 
 class ObservationTransformer(tf.Module):
-    """Base class of every observation-transformer plugin."""
+    """Base class of every observation-transformer plugin.
+
+    ``super().__init__`` keeps ``self.input_spec`` (the observation spec it
+    transforms, untracked by ``tf.Module``) and ``self.config`` (the
+    instance of ``config_class`` from its section).
+    """
 
     config_class: ClassVar[type] = NoConfig
 

@@ -29,7 +29,12 @@ from rlengine.api.noconfig import NoConfig
 
 
 class SummaryWriter:
-    """Base class of every summary-writer plugin."""
+    """Base class of every summary-writer plugin.
+
+    ``super().__init__`` keeps ``self.root_dir`` (the run directory),
+    ``self.config`` (the instance of ``config_class`` from its section) and
+    ``self.total_env_steps`` (the run's env-step budget; 0 when unknown).
+    """
 
     config_class: ClassVar[type] = NoConfig
 

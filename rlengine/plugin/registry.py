@@ -100,10 +100,20 @@ class Entry:
             except Exception as exc:
                 raise RegistryError(
                     f"plugin {self.plugin!r} registered {self.kind_name} {self.name!r} as {self.reference!r}, "
-                    f"which cannot be imported: {type(exc).__name__}: {exc}") from exc
+                    f"which cannot be imported: {type(exc).__name__}: {exc}{_install_hint(exc, self.reference)}"
+                ) from exc
             _check_base(self, loaded)
             self._loaded = loaded
         return self._loaded
+
+
+def _install_hint(error: Exception, reference: str) -> str:
+    """How to get a module the registered class imports and the process lacks ('' for any other error)."""
+    missing = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+    if not missing or reference.partition(":")[0].startswith(missing):  # the plugin's own module: a wrong string
+        return ""
+    return (f"; it needs the package that provides {missing!r}: install it (pip install {missing.split('.')[0]}, "
+            "if that is its name), or reinstall the plugin with its dependencies")
 
 
 def _check_base(entry: Entry, obj: Any) -> None:

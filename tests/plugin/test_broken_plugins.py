@@ -93,3 +93,30 @@ def test_a_contested_name_is_refused_only_to_the_run_that_names_it():
     with pytest.raises(RegistryError, match="registered by both plugin 'testing' and plugin 'again'"):
         plugins.registries.algorithms.get("toy")
     assert plugins.registries.environments.get("counting").plugin == "testing"
+
+
+def test_a_class_whose_dependency_is_missing_says_what_to_install(tmp_path, monkeypatch):
+    (tmp_path / "needs_a_missing_package.py").write_text(
+        "import no_such_dependency_of_rlengine_tests\nclass Thing:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class RegistersNeedy:
+        @hookimpl
+        def rlengine_register_algorithms(self, register):
+            register("needy", "needs_a_missing_package:Thing")
+
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("needy-plugin", RegistersNeedy())])
+
+    with pytest.raises(RegistryError) as info:
+        plugins.registries.algorithms.get("needy").obj
+    message = str(info.value)
+    assert "plugin 'needy-plugin'" in message
+    assert "pip install no_such_dependency_of_rlengine_tests" in message
+
+
+def test_a_registered_module_that_does_not_exist_is_not_an_install_hint():
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[("ghostly", RegistersUnimportable())])
+
+    with pytest.raises(RegistryError) as info:
+        plugins.registries.algorithms.get("ghost").obj
+    assert "pip install" not in str(info.value)

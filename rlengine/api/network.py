@@ -31,7 +31,7 @@ from typing import Any, Callable, ClassVar, Iterator, Optional
 
 import tensorflow as tf
 
-from rlengine.api.data import Nest
+from rlengine.api.data import Nest, zeros_from_spec
 from rlengine.api.noconfig import NoConfig
 
 #: The observation key of a legal-action mask (Gymnasium / PettingZoo convention):
@@ -82,21 +82,20 @@ def without_action_mask(observation: Nest) -> Nest:
 class Encoders:
     """Makes the run's encoders by registered name; the core hands one to algorithms while it builds them.
 
-    ``lookup(name)`` returns ``(encoder class, its config section)`` and
-    raises a one-line error naming the close matches for an unknown name.
+    ``lookup(name)`` returns ``(encoder class, its config section)``, or with a
+    third item naming its plugin for error messages, and raises a one-line
+    error naming the close matches for an unknown name. Every encoder made is
+    checked against the contract once (:func:`check_encoder`).
     """
 
     def __init__(self, lookup: Callable[[str], tuple]):
         self._lookup = lookup
 
     def make(self, name: str, observation_spec: Nest, scope: str = "encoder") -> Encoder:
-        cls, config = self._lookup(name)
+        cls, config, *origin = self._lookup(name)  # origin: "plugin 'x' (distribution version)", when known
         encoder = cls(observation_spec, config, name=scope)
-        if not isinstance(encoder.output_size, int) or encoder.output_size < 1:
-            from rlengine.errors import PluginError
-
-            raise PluginError(f"encoder {name!r} ({cls.__module__}.{cls.__qualname__}) set no positive "
-                              f"output_size in __init__ (got {encoder.output_size!r}); set it to its feature width")
+        check_encoder(encoder, f"encoder {name!r} ({cls.__module__}.{cls.__qualname__}"
+                               + (f", {origin[0]})" if origin else ")"))
         object.__setattr__(encoder, "registered_name", name)
         return encoder
 
@@ -110,6 +109,35 @@ class Encoders:
         for t, s in zip(target.variables, encoder.variables):
             t.assign(s)
         return target
+
+
+def check_encoder(encoder: Encoder, label: str) -> None:
+    """The encoder contract, checked once where the encoder is built: a positive ``output_size``, every
+    variable made in ``__init__``, and features ``[B, output_size]`` float32 for a batch of zeros.
+
+    A width other than the declared one would fail later in a matmul of the algorithm's, and weights made
+    on first call would be missing from a target network's copy.
+    """
+    from rlengine.errors import PluginError
+
+    if not isinstance(encoder.output_size, int) or encoder.output_size < 1:
+        raise PluginError(f"{label} set no positive output_size in __init__ (got {encoder.output_size!r}); set "
+                          "it to its feature width")
+    if not tf.executing_eagerly():  # built inside a graph: its call is checked where the graph runs
+        return
+    made = len(encoder.variables)
+    features = encoder(zeros_from_spec(encoder.observation_spec, [2]))
+    if len(encoder.variables) != made:
+        raise PluginError(f"{label} made {len(encoder.variables) - made} variable(s) on its first call; make every "
+                          "variable in __init__ (a target network's copy would not have them, nor a checkpoint "
+                          "written before the first call)")
+    shape = getattr(features, "shape", None)
+    if getattr(features, "dtype", None) != tf.float32 or shape is None or tuple(shape) != (2, encoder.output_size):
+        dtype = getattr(features, "dtype", None)
+        got = f"{dtype.name if dtype is not None else type(features).__name__} {list(shape) if shape is not None else ''}"
+        raise PluginError(f"{label} returned {got.strip()} for a batch of 2 observations, where its output_size "
+                          f"declares float32 [2, {encoder.output_size}]; return [batch, output_size] float32 "
+                          "features, or set output_size to the width it returns")
 
 
 _CURRENT: contextvars.ContextVar[Optional[Encoders]] = contextvars.ContextVar("rlengine_encoders", default=None)

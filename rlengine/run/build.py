@@ -251,8 +251,9 @@ def run_encoders(config: RunConfig, plugins: Plugins) -> Encoders:
     """The run's encoders: registered network classes with their config sections."""
 
     def lookup(name: str) -> tuple:
-        cls = plugins.registries.networks.get(name).obj
-        return cls, config.section(name, cls.config_class)
+        entry = plugins.registries.networks.get(name)
+        cls = entry.obj
+        return cls, config.section(name, cls.config_class), f"plugin {entry.plugin!r}{plugins.origin(entry.plugin)}"
 
     return Encoders(lookup)
 

@@ -40,6 +40,27 @@ class NoWidthEncoder(Encoder):
         return observation
 
 
+class WrongWidthEncoder(ScaleEncoder):
+    """Declares one more feature than it returns."""
+
+    def __init__(self, observation_spec, config, name="encoder"):
+        super().__init__(observation_spec, config, name)
+        self.output_size = config.width + 1
+
+
+class LazyEncoder(Encoder):
+    """Makes its weights on first call, as a Keras layer would."""
+
+    def __init__(self, observation_spec, config, name="encoder"):
+        super().__init__(observation_spec, config, name)
+        self.output_size, self.matrix = 3, None
+
+    def __call__(self, observation):
+        if self.matrix is None:
+            self.matrix = tf.Variable(tf.ones([int(observation.shape[-1]), 3]))
+        return tf.matmul(tf.cast(observation, tf.float32), self.matrix)
+
+
 @attrs.define
 class EncodedToyConfig:
     encoder: str = "scale"
@@ -70,6 +91,8 @@ class NetworksPlugin:
     def rlengine_register_networks(self, register):
         register("scale", ScaleEncoder)
         register("no-width", NoWidthEncoder)
+        register("wrong-width", WrongWidthEncoder)
+        register("lazy", LazyEncoder)
 
     @hookimpl
     def rlengine_register_algorithms(self, register):
@@ -116,6 +139,21 @@ def test_an_encoder_without_an_output_size_names_itself(tmp_path):
         _engine(tmp_path, **{"encoded-toy": {"encoder": "no-width"}}).train()
 
 
+def test_an_encoder_whose_features_are_not_its_declared_width_names_its_plugin_and_the_rule(tmp_path):
+    with pytest.raises(PluginError) as info:
+        _engine(tmp_path, **{"encoded-toy": {"encoder": "wrong-width"}}).train()
+    message = str(info.value)
+    assert "\n" not in message
+    assert "encoder 'wrong-width'" in message and "plugin 'networks'" in message
+    assert "returned float32 [2, 3]" in message and "declares float32 [2, 4]" in message
+
+
+def test_an_encoder_that_makes_its_weights_on_first_call_names_its_plugin_and_the_rule(tmp_path):
+    with pytest.raises(PluginError, match="encoder 'lazy' .*plugin 'networks'.* made 1 variable\\(s\\) on its first "
+                                          "call; make every variable in __init__"):
+        _engine(tmp_path, **{"encoded-toy": {"encoder": "lazy"}}).train()
+
+
 def test_an_encoder_option_is_validated_as_a_section(tmp_path):
     with pytest.raises(ConfigError, match="scale"):
         _engine(tmp_path, scale={"widht": 5}).train()
@@ -141,4 +179,4 @@ def test_the_action_mask_leaf_is_kept_from_encoders():
 
 def test_networks_are_a_listed_kind():
     plugins = build_plugins(load_entry_points=False, extra_plugins=[("networks", NetworksPlugin())])
-    assert plugins.registries.networks.names() == ["no-width", "scale"]
+    assert plugins.registries.networks.names() == ["lazy", "no-width", "scale", "wrong-width"]

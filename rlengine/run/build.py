@@ -23,7 +23,7 @@ from rlengine.collect.faults import GuardedEnvironment
 from rlengine.collect.stepper import reset_seed
 from rlengine.collect.transformers import TransformerChain
 from rlengine.config import RunConfig
-from rlengine.errors import ConfigError
+from rlengine.errors import ConfigError, PluginError
 from rlengine.learn.learner import Learner
 from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
 from rlengine.learn.replay.frames import replay_frame_stacks
@@ -126,6 +126,25 @@ def pipeline_class(config: RunConfig, plugins: Plugins) -> tuple[type[Pipeline],
     return cls, config.section(config.train.pipeline, cls.config_class)
 
 
+def checked_env_layout(config: RunConfig, cls: type[Pipeline], section: Any, algorithm_class: type) -> list:
+    """The pipeline's ``env_layout``, held to its contract: ``(num_envs, first_env_id)`` pairs that number the
+    run's copies ``0..train.num_envs-1`` once each (none: the pipeline steps its environments elsewhere)."""
+    train = config.train
+    layout = cls.env_layout(train, section, algorithm_class)
+    pairs = list(layout) if isinstance(layout, (list, tuple)) else None
+    fine = pairs is not None and all(isinstance(p, (list, tuple)) and len(p) == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in p) and p[0] > 0 and p[1] >= 0 for p in pairs)
+    if fine and pairs:
+        ids = sorted(i for num, first in pairs for i in range(first, first + num))
+        fine = ids == list(range(train.num_envs))
+    if not fine:
+        raise PluginError(f"pipeline {train.pipeline!r} ({cls.__module__}.{cls.__qualname__}): env_layout() "
+                          f"returned {layout!r}, which does not number the run's copies 0..{train.num_envs - 1} "
+                          "once each; return (num_envs, first_env_id) pairs that do, e.g. "
+                          f"[({train.num_envs}, 0)]")
+    return pairs or []
+
+
 def make_training_environments(config: RunConfig, plugins: Plugins, layout: list) -> list:
     """One environment per ``(num_envs, first_env_id)`` of the pipeline's layout."""
     envs: list = []
@@ -150,7 +169,7 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
     for name in cfg.writers:
         reg.writers.get(name)
     cls, section = pipeline_class(config, plugins)
-    cls.env_layout(cfg, section, algorithm_class)  # settings that cannot run are refused before anything is written
+    checked_env_layout(config, cls, section, algorithm_class)  # settings that cannot run: refused before any file
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)
 
 
@@ -165,7 +184,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)  # runs no op (done if an Engine built it)
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
     writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers] if writers else []
-    envs = make_training_environments(config, plugins, cls.env_layout(cfg, section, algorithm_cls))
+    envs = make_training_environments(config, plugins, checked_env_layout(config, cls, section, algorithm_cls))
     env_name = environment_class(config, plugins)[0]
     eval_env = spec_env = None
     try:

@@ -22,10 +22,11 @@ from typing import Any, Callable, Optional
 
 import attrs
 
+from rlengine.api.pipeline import Iteration
 from rlengine.api.run import Run
 from rlengine.collect import stopping
 from rlengine.collect.faults import EnvironmentFault
-from rlengine.errors import TrainingInterrupted, WorkerError, one_line
+from rlengine.errors import PluginError, TrainingInterrupted, WorkerError, one_line
 from rlengine.learn.learner import SKIPPED_UPDATES
 from rlengine.run.build import Components
 from rlengine.run.checkpoints.best import BestCheckpoint
@@ -134,6 +135,11 @@ class Trainer:
         parts.algorithm.progress.assign(run.env_steps / cfg.num_env_steps, read_value=False)
         self._state = ITERATING
         step = parts.pipeline.iterate(run.env_steps)
+        if not isinstance(step, Iteration):  # a plugin's pipeline: named here, not deep in the summaries
+            raise PluginError(f"pipeline {cfg.pipeline!r} ({type(parts.pipeline).__module__}."
+                              f"{type(parts.pipeline).__qualname__}): iterate() returned {type(step).__name__}, "
+                              "not rlengine.Iteration; return Iteration(experience, losses, collect_seconds, "
+                              "update_seconds)")
         run.iteration += 1
         steps = step.env_steps or self.steps_per_iteration
         run.env_steps += steps

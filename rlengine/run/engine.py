@@ -197,9 +197,11 @@ class Engine:
     def environment_section(self) -> tuple[str, type]:
         """``(section name, class)`` of the registered environment ``train.env`` resolves to.
 
-        The name is ``train.env`` when an environment is registered under it,
-        else ``train.env_provider`` (e.g. ``"gym"`` for a Gymnasium id); it is
-        also the environment's config section.
+        The name is ``train.env`` when an environment (or graph environment) is
+        registered under it, else ``name`` for an id ``name/task`` when an
+        environment is registered as ``name`` (``envpool/Pong-v5``), else
+        ``train.env_provider`` (e.g. ``"gym"`` for a Gymnasium id); it is also
+        the environment's config section.
         """
         return environment_class(self.config, self.plugins)
 

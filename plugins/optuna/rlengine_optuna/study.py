@@ -87,6 +87,7 @@ def open_storage(tune_dir: str) -> JournalStorage:
     """The journal storage of ``tune_dir`` (the caller holds :func:`locked`)."""
     path = os.path.join(tune_dir, STUDY_FILE)
     repair_journal(path)
+    check_journal(path)
     # Optuna's own lock file, left behind by a process killed while appending: nobody else can hold it,
     # since this process holds the dir (otherwise Optuna would wait its 30 s grace period)
     with contextlib.suppress(FileNotFoundError):
@@ -108,6 +109,25 @@ def repair_journal(path: str) -> None:
         os.fsync(f.fileno())
     print(f"rlengine: warning: {path} ended in a half-written entry ({len(data) - keep} bytes, from a tune that "
           "was killed while writing it); dropped it", file=sys.stderr)
+
+
+def check_journal(path: str) -> None:
+    """One line naming the journal and the fix when an entry in it is not JSON (Optuna's own error names
+    neither); only a damaged or hand-edited file holds one, as :func:`repair_journal` drops a torn last line."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise TuneDirError(
+                f"{path}: line {number} of {len(lines) - 1} is not a journal entry (JSON), so the study cannot be "
+                "read past it; restore the file from a copy, or move it aside to start the study afresh (the "
+                "trials' run directories stay)") from None
 
 
 def open_study(storage: JournalStorage, tune_dir: str, fingerprint: dict, force: bool) -> optuna.Study:

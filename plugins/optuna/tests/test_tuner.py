@@ -229,3 +229,19 @@ def test_a_half_written_last_journal_line_is_dropped_and_the_study_goes_on(kit_s
     result = tune(kit_settings, trials=2)
     assert states(result.study) == [COMPLETE, COMPLETE]
     assert f"ended in a half-written entry ({len(torn)} bytes" in capsys.readouterr().err
+
+
+def test_a_journal_entry_that_is_not_json_is_one_line_naming_the_file_and_the_fix(kit_settings):
+    tune(kit_settings, trials=1)
+    journal = os.path.join(kit_settings()["tune_dir"], studies.STUDY_FILE)
+    with open(journal, "rb") as f:
+        lines = f.read().split(b"\n")
+    lines.insert(1, b"\x00\xff garbage from a disk error")
+    with open(journal, "wb") as f:
+        f.write(b"\n".join(lines))
+
+    with pytest.raises(studies.TuneDirError) as info:
+        tune(kit_settings, trials=2)
+    message = str(info.value)
+    assert "\n" not in message and journal in message
+    assert "line 2 of" in message and "move it aside" in message

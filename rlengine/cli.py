@@ -97,7 +97,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv is not None:  # called from a program (tests, a notebook): its process is not ours to tune
         return _main(list(argv))
     own_the_process()  # TensorFlow's objects are then frozen once imported: no collection walks them again,
-    return _main(sys.argv[1:])  # the interpreter's last one included (docs/performance.md)
+    # the interpreter's last one included (docs/performance.md). The script a legacy editable install writes
+    # names this distribution in __main__.__requires__; pkg_resources, once anything imports it (pygame
+    # does), would then check every dependency of every installed distribution, and stop the run on a
+    # package whose name it spells otherwise (backports.strenum, which ai-edge-litert needs)
+    vars(sys.modules["__main__"]).pop("__requires__", None)
+    return _main(sys.argv[1:])
 
 
 def _main(words: list) -> int:

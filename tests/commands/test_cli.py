@@ -497,3 +497,14 @@ def test_a_usage_error_is_one_line_naming_the_help_to_read(capsys, words, expect
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert err.count("\n") == 1 and expected in err, err
+
+
+def test_the_legacy_install_script_requirement_does_not_reach_pkg_resources():
+    """``setup.py develop`` writes a script with ``__requires__``; pkg_resources (which pygame imports) would then
+    check every installed distribution's dependencies and stop the command on one it cannot find."""
+    code = ("import sys\n__requires__ = 'no-such-distribution-of-rlengine-tests'\n"
+            "sys.argv = ['rlengine', '--version']\nfrom rlengine import cli\nstatus = cli.main()\n"
+            "import warnings\nwarnings.simplefilter('ignore')\nimport pkg_resources\nsys.exit(status)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr[-1500:]

@@ -41,6 +41,14 @@ class TimeStep(NamedTuple):
     prev_action: Nest  # nest of [B, ...]: action that led here (zeros on FIRST)
     env_id: Nest  # int32 [B]: unique id of the environment copy in the run
 
+    @classmethod
+    def spec_of(cls, observation_spec: Nest, action_spec: Nest) -> "TimeStep":
+        """The spec of one copy's time step: int32 step type and env id, float32 reward and discount, and
+        the given observation and action specs (what every environment's ``time_step_spec()`` returns)."""
+        return cls(step_type=tf.TensorSpec((), tf.int32), reward=tf.TensorSpec((), tf.float32),
+                   discount=tf.TensorSpec((), tf.float32), observation=observation_spec,
+                   prev_action=action_spec, env_id=tf.TensorSpec((), tf.int32))
+
 
 class PolicyStep(NamedTuple):
     """What ``predict`` / ``rollout`` / ``train_step`` return."""

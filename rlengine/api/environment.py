@@ -20,7 +20,10 @@ core builds evaluation copies with ``evaluation = True``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
 
 from rlengine.api.data import Nest, TimeStep
 from rlengine.api.noconfig import NoConfig
@@ -62,6 +65,14 @@ class EnvironmentCopies:
     @property
     def batch_size(self) -> int:
         return self.num_envs
+
+    @functools.cached_property
+    def copy_ids(self) -> np.ndarray:
+        """``first_env_id .. first_env_id + num_envs - 1`` as a read-only int32 array: the ``env_id`` of every
+        time step this object returns (one array, shared by them all)."""
+        ids = np.arange(self.first_env_id, self.first_env_id + self.num_envs, dtype=np.int32)
+        ids.flags.writeable = False
+        return ids
 
     def time_step_spec(self) -> TimeStep:
         """TimeStep of ``tf.TensorSpec`` nests for one copy (no batch dimension)."""

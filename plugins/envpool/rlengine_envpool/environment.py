@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from rlengine import ConfigError, Environment, FrameStack, SpecMismatchError, StepType, TimeStep
 from rlengine_envpool import spaces
@@ -95,13 +94,7 @@ class EnvPoolEnvironment(Environment):
         self._action_dtype = self._action_spec.dtype.as_numpy_dtype
         frames = obs_space.shape[0] if self._channels_last else 1
         self._stacked_frames = FrameStack(axis=-1, frames=frames) if frames > 1 else None
-        self._time_step_spec = TimeStep(
-            step_type=tf.TensorSpec((), tf.int32), reward=tf.TensorSpec((), tf.float32),
-            discount=tf.TensorSpec((), tf.float32), observation=self._observation_spec,
-            prev_action=self._action_spec, env_id=tf.TensorSpec((), tf.int32))
-        env_ids = np.arange(self.first_env_id, self.first_env_id + self.num_envs, dtype=np.int32)
-        env_ids.flags.writeable = False  # shared by every returned TimeStep
-        self._env_ids = env_ids
+        self._time_step_spec = TimeStep.spec_of(self._observation_spec, self._action_spec)
 
     # -- Environment interface ------------------------------------------------
     def time_step_spec(self) -> TimeStep:
@@ -120,7 +113,7 @@ class EnvPoolEnvironment(Environment):
         self._was_last = np.zeros(batch, dtype=bool)
         return TimeStep(step_type=np.full(batch, _FIRST), reward=np.zeros(batch, np.float32),
                         discount=np.ones(batch, np.float32), observation=self._observation(obs, None),
-                        prev_action=np.zeros(self._action_shape, self._action_dtype), env_id=self._env_ids)
+                        prev_action=np.zeros(self._action_shape, self._action_dtype), env_id=self.copy_ids)
 
     def step(self, action: Any) -> TimeStep:
         was_last = self._was_last
@@ -141,7 +134,7 @@ class EnvPoolEnvironment(Environment):
             prev_action[restarted] = 0
         self._was_last = done
         return TimeStep(step_type=step_type, reward=reward, discount=(~terminated).astype(np.float32),
-                        observation=self._observation(obs, restarted), prev_action=prev_action, env_id=self._env_ids)
+                        observation=self._observation(obs, restarted), prev_action=prev_action, env_id=self.copy_ids)
 
     def _observation(self, obs: np.ndarray, restarted: np.ndarray | None) -> np.ndarray:
         """Fresh arrays in the spec's dtype and layout; an episode's first frame fills its whole stack."""

@@ -8,7 +8,7 @@ registered as ``name``), and its settings are the ``[envpool]`` section. The cla
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.4"
+RLENGINE_API_VERSION = "1.7"
 
 
 @hookimpl

@@ -24,7 +24,6 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-import tensorflow as tf
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlengine import ConfigError, Environment, FrameStack, StepType, TimeStep
@@ -104,22 +103,12 @@ class GymEnvironment(Environment):
         self.observation_space, self.action_space = obs_space, act_space
         self._observation_spec = space_utils.observation_spec(obs_space, env_id)
         self._action_spec = space_utils.action_spec(act_space, env_id)
-        self._time_step_spec = TimeStep(
-            step_type=tf.TensorSpec((), tf.int32),
-            reward=tf.TensorSpec((), tf.float32),
-            discount=tf.TensorSpec((), tf.float32),
-            observation=self._observation_spec,
-            prev_action=self._action_spec,
-            env_id=tf.TensorSpec((), tf.int32),
-        )
+        self._time_step_spec = TimeStep.spec_of(self._observation_spec, self._action_spec)
         # Hot-path helpers, built once.
         self._convert_obs = space_utils.observation_converter(obs_space)
         self._action_to_spec = space_utils.action_to_spec_dtypes(act_space, batch, env_id)
         self._action_to_gym = space_utils.action_to_gym(act_space)
         self._action_is_leaf = not isinstance(act_space, (gymnasium.spaces.Dict, gymnasium.spaces.Tuple))
-        env_ids = np.arange(self.first_env_id, self.first_env_id + batch, dtype=np.int32)
-        env_ids.flags.writeable = False  # shared by every returned TimeStep
-        self._env_ids = env_ids
 
     # -- Environment interface ------------------------------------------------
     def time_step_spec(self) -> TimeStep:
@@ -153,7 +142,7 @@ class GymEnvironment(Environment):
             discount=np.ones(batch, dtype=np.float32),
             observation=self._convert_obs(obs),
             prev_action=space_utils.zeros_like_spec(self._action_spec, batch),
-            env_id=self._env_ids,
+            env_id=self.copy_ids,
         )
 
     def step(self, action: Any) -> TimeStep:
@@ -181,7 +170,7 @@ class GymEnvironment(Environment):
             discount=(~terminated).astype(np.float32),
             observation=self._convert_obs(obs),
             prev_action=prev_action,
-            env_id=self._env_ids,
+            env_id=self.copy_ids,
         )
 
     def state(self) -> bytes:

@@ -10,7 +10,7 @@ processes import before they make an env.
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.0"
+RLENGINE_API_VERSION = "1.7"
 
 
 @hookimpl

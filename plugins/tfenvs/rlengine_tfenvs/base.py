@@ -67,11 +67,8 @@ class PhysicsEnvironment(GraphEnvironment):
         else:  # as rlengine_gym maps a float32 Box
             self._action_spec = BoundedTensorSpec(self.action_low.shape, tf.float32, self.action_low,
                                                   self.action_high)
-        self._time_step_spec = TimeStep(
-            step_type=tf.TensorSpec((), tf.int32), reward=tf.TensorSpec((), tf.float32),
-            discount=tf.TensorSpec((), tf.float32),
-            observation=tf.TensorSpec(self.observation_low.shape, tf.float32),
-            prev_action=self._action_spec, env_id=tf.TensorSpec((), tf.int32))
+        self._time_step_spec = TimeStep.spec_of(tf.TensorSpec(self.observation_low.shape, tf.float32),
+                                                self._action_spec)
         self._state_spec = {"physics": tf.TensorSpec((self.state_size,), tf.float64),  # one copy's
                             "key": tf.TensorSpec((2,), tf.int32), "elapsed": tf.TensorSpec((), tf.int32),
                             "done": tf.TensorSpec((), tf.bool)}

@@ -11,7 +11,7 @@ from typing import Callable
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.6"
+RLENGINE_API_VERSION = "1.7"
 
 #: Env id users train on -> "module:Class".
 GRAPH_ENVIRONMENTS = {

@@ -21,6 +21,7 @@ def envpool_plugins() -> list:
     return [] if installed else [("envpool", rlengine_envpool.plugin)]
 
 
+@pytest.mark.thorough  # a training run: tox runs it in this plugin's env; the root suite leaves it out
 def test_the_demo_ppo_run_learns_envpool_cartpole(tmp_path):
     """``rlengine train --env envpool/CartPole-v1``: the demo's PPO settings, until an evaluation averages 475."""
     demo = os.path.join(os.path.dirname(rlengine.__file__), "config", "default.toml")

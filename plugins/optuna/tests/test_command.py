@@ -87,6 +87,7 @@ def test_a_short_study_of_ppo_on_cartpole_prints_its_table_and_best_toml_trains(
     assert os.path.exists(tmp_path / "best" / "config.toml")
 
 
+@pytest.mark.thorough  # a training run: tox runs it in this plugin's env; the root suite leaves it out
 def test_a_short_study_on_the_graph_environment_tf_cartpole(capsys, tmp_path):
     tune_dir = tmp_path / "tune"
     code, out, err = run_main(capsys, "tune", "--trials", "2", "--num-env-steps", "512", "--tune-dir", tune_dir,

@@ -83,6 +83,7 @@ def _short_ppo(root_dir, *plugins):
     return rlengine.Engine(raw, extra_plugins=[*extra, *[(f"p{i}", p) for i, p in enumerate(plugins)]]).train()
 
 
+@pytest.mark.thorough  # a training run: tox runs it in this plugin's env; the root suite leaves it out
 def test_a_resumed_run_evaluates_and_ends_as_an_uninterrupted_one(tmp_path):
     """Each evaluation's episodes are seeded by the resets before it: the count is checkpointed."""
     from tests.run.test_resume import Interrupted, StopAfterCheckpoint
@@ -102,6 +103,7 @@ def test_a_resumed_run_evaluates_and_ends_as_an_uninterrupted_one(tmp_path):
         np.testing.assert_array_equal(straight_weight, resumed_weight)
 
 
+@pytest.mark.thorough  # a training run: tox runs it in this plugin's env; the root suite leaves it out
 def test_ppo_trains_on_tf_cartpole_in_the_async_pipeline(tmp_path):
     """Each env thread steps its own copies of the graph environment, inside its own graph."""
     raw = {"train": dict(algorithm="ppo", env="tf/CartPole-v1", pipeline="async", num_envs=4, unroll_length=16,

@@ -498,7 +498,7 @@ def test_plugins_page_graph_environment_is_its_python_twin(my_plugin, tmp_path):
         result = rlengine.Engine(raw, extra_plugins=[("my-plugin", my_plugin)]).train()
         returns[env] = [r for _, _, r in result.eval_history]
     assert returns["my/LineWalk-v0"] == returns["linewalk"] and len(returns["linewalk"]) == 2
-    twin = rlengine.Engine(None, ["train.algorithm=vpg", "train.env='my/LineWalk-v0'"],
+    twin = rlengine.Engine(None, ["train.algorithm=vpg", "train.env='my/LineWalk-v0'", "train.writers=['csv']"],
                            extra_plugins=[("my-plugin", my_plugin)])
     assert (twin.preset.name, twin.preset.serves) == ("vpg/linewalk", "my/LineWalk-v0")  # its twin_of's preset
 

@@ -92,10 +92,14 @@ class Encoders:
         self._lookup = lookup
 
     def make(self, name: str, observation_spec: Nest, scope: str = "encoder") -> Encoder:
+        return self._built(name, observation_spec, scope, checked=True)
+
+    def _built(self, name: str, observation_spec: Nest, scope: str, checked: bool) -> Encoder:
         cls, config, *origin = self._lookup(name)  # origin: "plugin 'x' (distribution version)", when known
         encoder = cls(observation_spec, config, name=scope)
-        check_encoder(encoder, f"encoder {name!r} ({cls.__module__}.{cls.__qualname__}"
-                               + (f", {origin[0]})" if origin else ")"))
+        if checked:
+            check_encoder(encoder, f"encoder {name!r} ({cls.__module__}.{cls.__qualname__}"
+                                   + (f", {origin[0]})" if origin else ")"))
         object.__setattr__(encoder, "registered_name", name)
         return encoder
 
@@ -105,7 +109,8 @@ class Encoders:
             return next_creator(**{**kwargs, "trainable": False})
 
         with tf.variable_creator_scope(not_trainable):
-            target = self.make(encoder.registered_name, encoder.observation_spec, scope)
+            # its source passed the contract check; the copy is the same class on the same spec
+            target = self._built(encoder.registered_name, encoder.observation_spec, scope, checked=False)
         for t, s in zip(target.variables, encoder.variables):
             t.assign(s)
         return target
@@ -131,9 +136,8 @@ def check_encoder(encoder: Encoder, label: str) -> None:
         raise PluginError(f"{label} made {len(encoder.variables) - made} variable(s) on its first call; make every "
                           "variable in __init__ (a target network's copy would not have them, nor a checkpoint "
                           "written before the first call)")
-    shape = getattr(features, "shape", None)
-    if getattr(features, "dtype", None) != tf.float32 or shape is None or tuple(shape) != (2, encoder.output_size):
-        dtype = getattr(features, "dtype", None)
+    shape, dtype = getattr(features, "shape", None), getattr(features, "dtype", None)
+    if dtype != tf.float32 or shape is None or tuple(shape) != (2, encoder.output_size):
         got = f"{dtype.name if dtype is not None else type(features).__name__} {list(shape) if shape is not None else ''}"
         raise PluginError(f"{label} returned {got.strip()} for a batch of 2 observations, where its output_size "
                           f"declares float32 [2, {encoder.output_size}]; return [batch, output_size] float32 "

@@ -78,18 +78,14 @@ class Plugins:
         A run that asks for a name one of them would have registered stops there, and that error lists
         the plugins that could not be loaded (:meth:`Registry.get <rlengine.plugin.registry.Registry.get>`).
         """
-        for notice in self.notices:
-            if notice not in _FAILURES_SAID:
-                _FAILURES_SAID.add(notice)
-                print(f"rlengine: warning: {notice}", file=sys.stderr)
         loaded = {info.name for info in self.infos}  # a plugin with a name clash keeps its other names
-        for failure in self.failures:
-            if failure.message not in _FAILURES_SAID:
-                _FAILURES_SAID.add(failure.message)
-                left_out = "" if failure.name in loaded else (
-                    f"; left out of this process (--disable-plugin {failure.name} silences this; --debug shows "
-                    "the traceback)")
-                print(f"rlengine: warning: {failure.message}{left_out}", file=sys.stderr)
+        lines = [*self.notices, *(failure.message + ("" if failure.name in loaded else (
+            f"; left out of this process (--disable-plugin {failure.name} silences this; --debug shows the "
+            "traceback)")) for failure in self.failures)]
+        for line in lines:
+            if line not in _FAILURES_SAID:
+                _FAILURES_SAID.add(line)
+                print(f"rlengine: warning: {line}", file=sys.stderr)
 
     def raise_failures(self) -> None:
         """Refuse to run with a plugin missing: raise the first failure."""
@@ -174,21 +170,22 @@ def build_plugins(
             plugin = load_builtin(module)
             register(pm, name, plugin, PluginInfo(name, BUILTIN_DISTRIBUTION, CORE_VERSION, module), infos,
                      failures)
-    if load_entry_points:
-        for ep in entry_points(failures):
-            if ep.name not in skip:
-                load_entry_point(pm, ep, infos, failures, notices)
+    installed = entry_points(failures if load_entry_points else [])  # read once: names to disable, plugins to load
+    for ep in installed if load_entry_points else []:
+        if ep.name not in skip:
+            load_entry_point(pm, ep, infos, failures, notices)
     for name, plugin in extra_plugins:
         if name not in skip:
             register(pm, name, plugin, PluginInfo(name, "in-process", "", module_of(plugin)), infos, failures)
-    notices += unknown_disabled(skip, [n for n, _ in BUILTIN_PLUGINS] + [ep.name for ep in entry_points([])]
+    notices += unknown_disabled(skip, [n for n, _ in BUILTIN_PLUGINS] + [ep.name for ep in installed]
                                 + [n for n, _ in extra_plugins])
     check_pending(pm, infos, failures)
     registries = Registries()
     for info in list(infos):
         run_registration(pm, info, registries, infos, failures)
     failures += [clash_failure(plugin, clash, infos) for plugin, clash in registries.clashes]
-    registries.failed_plugins[:] = [f.message for f in failures if f.name not in {i.name for i in infos}]
+    loaded = {info.name for info in infos}
+    registries.failed_plugins[:] = [f.message for f in failures if f.name not in loaded]
     return Plugins(pm, registries, infos, failures, recipe=PluginRecipe.of(skip, extra_plugins, load_entry_points),
                    notices=notices)
 

@@ -191,9 +191,9 @@ FORKS_AND_DIES = textwrap.dedent('''
     with claimed(sys.argv[1]):
         child = os.fork()  # as multiprocessing forks environment workers
         if child == 0:
+            print(f"child {os.getpid()}", flush=True)  # fork() has returned here: the at-fork hooks have run
             time.sleep(120)
             os._exit(0)
-        print(f"child {child}", flush=True)
         time.sleep(120)
 ''')
 

@@ -71,9 +71,16 @@ def parser(commands: Optional[dict] = None) -> argparse.ArgumentParser:
     """The whole parser: global options and a subparser per command (default: every registered one)."""
     p = global_parser()
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name, command in sorted((commands_of() if commands is None else commands).items()):
-        help_text = command.help or None
-        command.add_arguments(sub.add_parser(name, help=help_text, description=command.description or help_text))
+    commands = commands_of() if commands is None else commands
+    parsers = {}
+    for name, command in sorted(commands.items()):
+        if not command.extends:
+            help_text = command.help or None
+            parsers[name] = sub.add_parser(name, help=help_text, description=command.description or help_text)
+            command.add_arguments(parsers[name])
+    for name, command in sorted(commands.items()):  # after: their flags come below the command's own
+        if command.extends in parsers:
+            command.add_arguments(parsers[command.extends].add_argument_group(f"{name} ({command.help})"))
     return p
 
 
@@ -141,6 +148,9 @@ def run_command(words: list, early: argparse.Namespace) -> int:
         full.print_help()
         return 2
     args.plugins, args.argv = plugins, words
+    for command in commands.values():
+        if command.extends == args.command:
+            command.prepare(args)
     return commands[args.command].run(args)
 
 

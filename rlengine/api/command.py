@@ -18,6 +18,11 @@ Register one with::
     def rlengine_register_commands(register):
         register("hello", Hello)             # rlengine hello ...
 
+A command may instead add flags to another one (``extends = "train"``):
+its ``add_arguments`` gets that command's parser, and its :meth:`Command.prepare`
+sees the parsed flags before that command runs (the ray plugin's
+``rlengine train --seeds 0-3 --ray`` sets where the seeds run this way).
+
 Keep the module that defines a command cheap to import (no TensorFlow at
 the top): ``rlengine --help`` imports every command to list it. Import what
 ``run`` needs inside ``run``. Errors meant for the user are
@@ -37,6 +42,8 @@ class Command:
     help: ClassVar[str] = ""
     #: A paragraph for ``rlengine NAME --help`` (default: ``help``).
     description: ClassVar[str] = ""
+    #: Another command's name: this one adds flags to it rather than being a command of its own.
+    extends: ClassVar[str] = ""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Declare the command's arguments on its own subparser."""
@@ -44,3 +51,6 @@ class Command:
     def run(self, args: argparse.Namespace) -> int:
         """Do the work; return the exit status (0: success)."""
         raise NotImplementedError
+
+    def prepare(self, args: argparse.Namespace) -> None:
+        """(``extends`` only) Read this command's flags in ``args``, and set what the extended command takes."""

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 
@@ -129,17 +129,34 @@ def child_env(parallel: int) -> dict:
     return env
 
 
-def start(run: SeedRun, env: dict) -> None:
+class LocalLauncher:
+    """Where seeds run by default: a child process of this one on this machine.
+
+    Another launcher (``args.seed_launcher``, set by a command extending
+    ``train``, e.g. the ray plugin's ``--ray``) has the same two members: its
+    ``start`` returns an object with Popen's ``pid``, ``returncode``, ``poll``,
+    ``send_signal``, ``wait`` and ``kill``.
+    """
+
+    def default_jobs(self, pending: int) -> int:
+        return seeds.default_jobs()
+
+    def start(self, argv: list, log_path: str, env: dict) -> subprocess.Popen:
+        """``rlengine ARGV`` as a child, its output appended to ``log_path`` (which has its header)."""
+        with open(log_path, "a", encoding="utf-8") as log:  # the child writes through its own copy
+            return subprocess.Popen(
+                [*CHILD_COMMAND, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+
+
+def start(run: SeedRun, env: dict, launcher: Any = None) -> None:
     """Start the child of ``run``, its output appended to ``run.log_path``; a start that fails is a failed seed."""
     run.started = time.monotonic()
     try:
         os.makedirs(os.path.dirname(run.log_path) or ".", exist_ok=True)
-        with open(run.log_path, "a", encoding="utf-8") as log:  # the child writes through its own copy
+        with open(run.log_path, "a", encoding="utf-8") as log:
             log.write(f"{LOG_HEADER}{time.strftime('%Y-%m-%d %H:%M:%S')}: rlengine {shlex.join(run.argv)}\n")
-            log.flush()
-            run.process = subprocess.Popen(
-                [*CHILD_COMMAND, *run.argv], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        run.process = (launcher or LocalLauncher()).start(run.argv, run.log_path, env)
     except OSError as exc:
         run.status, run.seconds, run.error = "failed", 0.0, f"could not start: {exc}"
         print(f"rlengine: seed {run.seed} failed: {run.error}", flush=True)
@@ -205,10 +222,12 @@ def train_seeds(args: argparse.Namespace, overrides: list) -> int:
         if run.resuming and seeds.is_finished(run_dir, train):
             run.status = "skipped"
         runs.append(run)
-    return run_seeds(runs, parent, seeds.default_jobs() if args.jobs is None else args.jobs)
+    launcher = getattr(args, "seed_launcher", None) or LocalLauncher()
+    pending = sum(run.status == "pending" for run in runs)
+    return run_seeds(runs, parent, launcher.default_jobs(pending) if args.jobs is None else args.jobs, launcher)
 
 
-def run_seeds(runs: list, parent: str, jobs: int) -> int:
+def run_seeds(runs: list, parent: str, jobs: int, launcher: Any = None) -> int:
     """Run the pending seeds, ``jobs`` at a time; print the summary; 0, or raise naming the failures."""
     todo = [run for run in runs if run.status == "pending"]
     parallel = max(1, min(jobs, len(todo)))
@@ -219,14 +238,14 @@ def run_seeds(runs: list, parent: str, jobs: int) -> int:
             run.result = summary_of(run.run_dir)
             print(f"rlengine: seed {run.seed} finished already in {run.run_dir}: skipped", flush=True)
     with SignalRecorder() as recorder:
-        run_all(todo, parallel, child_env(parallel), recorder)
+        run_all(todo, parallel, child_env(parallel), recorder, launcher)
     for run in todo:
         run.status = "not started"
     print_summary(runs)
     return outcome(runs, parent, recorder.signals)
 
 
-def run_all(todo: list, parallel: int, env: dict, recorder: SignalRecorder) -> None:
+def run_all(todo: list, parallel: int, env: dict, recorder: SignalRecorder, launcher: Any = None) -> None:
     """Start children from ``todo`` (taking them out) while fewer than ``parallel`` run, until all ended.
 
     After a stop signal no new child starts; the running ones get the signal and are waited for.
@@ -236,7 +255,7 @@ def run_all(todo: list, parallel: int, env: dict, recorder: SignalRecorder) -> N
         while running or (todo and not recorder.signals):
             while todo and len(running) < parallel and not recorder.signals:
                 run = todo.pop(0)
-                start(run, env)
+                start(run, env, launcher)
                 if run.process is not None:
                     running.append(run)
             recorder.pass_on(running)

@@ -1,4 +1,5 @@
-"""The entry point: registers the ``ray`` pipeline through the same hook as the built-in ones."""
+"""The entry point: registers the ``ray`` pipeline through the same hook as the built-in ones, and
+``--ray`` on ``rlengine train --seeds`` (a command extending ``train``)."""
 
 from __future__ import annotations
 
@@ -11,3 +12,8 @@ RLENGINE_API_VERSION = "1.3"
 @hookimpl
 def rlengine_register_pipelines(register):
     register("ray", "rlengine_ray.pipeline:RayPipeline")
+
+
+@hookimpl
+def rlengine_register_commands(register):
+    register("train-on-ray", "rlengine_ray.commands:RaySeeds")

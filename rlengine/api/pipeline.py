@@ -84,6 +84,8 @@ class Pipeline:
     """
 
     config_class: ClassVar[type] = NoConfig
+    #: Whether it learns from ``train.dataset``; a run that names a dataset is refused with any other pipeline.
+    reads_datasets: ClassVar[bool] = False
 
     @classmethod
     def env_layout(cls, train: Any, config: Any, algorithm_class: Any) -> list[tuple[int, int]]:
@@ -138,6 +140,11 @@ class Pipeline:
             self.context.replay.mark_newest_rows_last()
         self.start()
         return False
+
+    def evaluation_metrics(self, metrics: dict) -> dict:
+        """Metrics to add to an evaluation's ``metrics`` (``eval/average_return``, ...), e.g. a dataset's
+        normalised score; default none."""
+        return {}
 
     def stop(self) -> None:
         """Stop collecting (threads joined, workers ended); called once, however the run ends."""

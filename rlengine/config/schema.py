@@ -58,6 +58,9 @@ class TrainConfig:
     eager: bool = False  # run every tf.function eagerly (debugging)
     replay_on_policy: bool = False  # on-policy algorithms: route each unroll through a replay buffer
     pipeline: str = "sync"  # registered pipeline that moves data from environments to the learner ("async": threads)
+    # a Minari dataset id or path to learn from with no environment stepping (the offline plugin's pipeline reads
+    # it, and the run's environment only evaluates); empty: learn by stepping train.env
+    dataset: str = ""
     # NaN guard: stop the run after this many updates in a row skipped for a non-finite loss or gradient
     max_nonfinite_updates: int = attrs.field(default=100, validator=_positive)
     # Environment faults: a training env whose step or reset raises is recreated (new seed, same env ids)

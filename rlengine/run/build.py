@@ -169,6 +169,10 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
     for name in cfg.writers:
         reg.writers.get(name)
     cls, section = pipeline_class(config, plugins)
+    if cfg.dataset and not cls.reads_datasets:
+        raise ConfigError(f"train.dataset = {cfg.dataset!r}, but pipeline {cfg.pipeline!r} steps environments "
+                          "and reads no dataset; install the offline plugin (pip install -e plugins/offline), which "
+                          "trains from it, or leave train.dataset empty")
     checked_env_layout(config, cls, section, algorithm_class)  # settings that cannot run: refused before any file
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)
 
@@ -205,7 +209,9 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             algorithm.build()
             reward_scale = make_reward_scale(cfg, algorithm, specs)
         with on_device(HOST):  # large, and sampling moves only a minibatch to the learner
-            replay = make_replay_buffer(config, algorithm, specs, stacked_frames(env)) if algorithm.off_policy else None
+            replay = None  # a pipeline that reads a dataset samples from it, not from collected rows
+            if algorithm.off_policy and not cls.reads_datasets:
+                replay = make_replay_buffer(config, algorithm, specs, stacked_frames(env))
         learner = Learner(algorithm, specs, converters, replay, reward_scale, device, cfg.jit_compile)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, replay, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),

@@ -198,6 +198,7 @@ class Trainer:
         metrics = self._base_metrics()
         try:
             metrics.update(self.components.evaluate())  # a stop request ends it between two steps
+            metrics.update(self.components.pipeline.evaluation_metrics(dict(metrics)))
             self.best.consider(run.iteration, run.env_steps, metrics["eval/average_return"])
         finally:
             self.eval_time += time.perf_counter() - t0

@@ -1,0 +1,54 @@
+"""``rlengine collect``: record a finished run's greedy policy, or random play, into a Minari dataset.
+
+::
+
+    rlengine collect RUN_DIR --episodes 50 --out cartpole/expert-v0 [--checkpoint best|N]
+    rlengine collect --random --env CartPole-v1 --episodes 50 --out cartpole/random-v0
+
+The dataset is stored where Minari keeps its datasets (``MINARI_DATASETS_PATH``, default
+``~/.minari/datasets``), with the environment's Gymnasium spec, so a run trained from it evaluates on
+that environment. A policy's dataset also gets D4RL's reference scores: its own average return as the
+expert one, Minari's random play as the random one.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rlengine.api.command import Command
+
+
+class Collect(Command):
+    help = "record a run's greedy policy (or random play) into a Minari dataset"
+    description = ("Steps the run's Gymnasium environment with its greedy policy (rlengine.load(RUN_DIR).predict), "
+                   "or with uniformly random actions (--random --env ID), and writes the episodes as the Minari "
+                   "dataset --out, which rlengine train --dataset reads (docs/offline.md).")
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("run_dir", nargs="?", help="a finished run's directory (not with --random)")
+        parser.add_argument("--episodes", type=int, required=True, help="episodes to record")
+        parser.add_argument("--out", required=True, metavar="DATASET_ID",
+                            help="the new dataset's id, e.g. cartpole/expert-v0 (namespace/name-vN)")
+        parser.add_argument("--checkpoint", default="latest", help="latest (default), best, or an iteration number")
+        parser.add_argument("--random", action="store_true", help="record uniformly random actions instead")
+        parser.add_argument("--env", help="with --random: the Gymnasium id to step")
+        parser.add_argument("--seed", type=int, default=0, help="episode i starts from reset(seed=SEED + i)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from rlengine import ConfigError
+
+        if args.episodes < 1:
+            raise ConfigError(f"--episodes {args.episodes}: record at least one episode")
+        if args.random == (args.run_dir is not None):
+            raise ConfigError("give either RUN_DIR (record its policy) or --random --env ID (random play)")
+        if args.random and not args.env:
+            raise ConfigError("--random needs --env ID: the Gymnasium environment to step")
+        if args.env and not args.random:
+            raise ConfigError("--env goes with --random; a run's policy is recorded on the run's own environment")
+        from rlengine_offline.sources import policy_source, random_source
+
+        source = random_source(args.env) if args.random else policy_source(args.run_dir, args.checkpoint)
+        dataset = source.record(args.out, args.episodes, args.seed)
+        print(f"rlengine: wrote dataset {args.out!r}: {dataset.total_episodes} episodes, {dataset.total_steps} "
+              f"steps, average return {source.average_return:.1f} ({source.label})")
+        return 0

@@ -1,0 +1,56 @@
+"""The ``offline`` plugin: learning from Minari datasets.
+
+It registers the ``offline`` pipeline, the ``bc`` algorithm and the ``collect`` command, and configures
+a run that names ``train.dataset``: its pipeline becomes ``offline`` and, unless ``train.env`` names
+another environment than the default, its environment is the one the dataset was recorded on (what
+evaluation steps). Classes are ``"module:Class"`` strings, so loading this entry point imports neither
+Minari nor TensorFlow.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from rlengine import ConfigError, RunConfig, TrainConfig, hookimpl
+
+#: The rlengine API (hooks and interfaces) this plugin is written against.
+RLENGINE_API_VERSION = "1.7"
+
+#: Registered name -> "module:Class" of the algorithms that learn only from datasets.
+ALGORITHMS = {"bc": "rlengine_offline.bc:BC"}
+
+
+@hookimpl
+def rlengine_register_algorithms(register):
+    for name, reference in ALGORITHMS.items():
+        register(name, reference)
+
+
+@hookimpl
+def rlengine_register_pipelines(register):
+    register("offline", "rlengine_offline.pipeline:OfflinePipeline")
+
+
+@hookimpl
+def rlengine_register_commands(register):
+    register("collect", "rlengine_offline.collect:Collect")
+
+
+@hookimpl
+def rlengine_configure(config: RunConfig):
+    train = config.train
+    if not train.dataset:
+        if train.algorithm in ALGORITHMS:
+            raise ConfigError(f"algorithm {train.algorithm!r} learns from a dataset and steps no environment: "
+                              "give one with --dataset ID (train.dataset; rlengine collect records one)")
+        return None
+    changes = {}
+    if train.pipeline == TrainConfig().pipeline:
+        changes["pipeline"] = "offline"
+    if train.env == TrainConfig().env:
+        from rlengine_offline.datasets import env_id_of, open_dataset
+
+        env = env_id_of(open_dataset(train.dataset))
+        if env is not None and env != train.env:
+            changes["env"] = env
+    return attrs.evolve(config, train=attrs.evolve(train, **changes)) if changes else None

@@ -1,0 +1,22 @@
+from setuptools import setup
+
+setup(
+    name="rlengine-offline",
+    version="0.1.0",
+    description="Learning from data for rlengine: Minari datasets (rlengine collect), an offline pipeline, "
+                "behaviour cloning",
+    packages=["rlengine_offline"],
+    python_requires=">=3.10",
+    install_requires=[
+        "rlengine",
+        # reading and writing datasets needs only the hdf5 extra: episodes are written whole through
+        # minari.create_dataset_from_buffers, and only Minari's step-by-step DataCollector needs JAX ("create")
+        "minari[hdf5]>=0.5.4,<0.6",
+        "gymnasium>=1.0,<2",
+        "numpy",
+        "tensorflow==2.21.*",
+        "attrs>=23.1",
+    ],
+    extras_require={"test": ["pytest>=8"]},
+    entry_points={"rlengine": ["offline = rlengine_offline.plugin"]},
+)

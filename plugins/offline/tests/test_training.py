@@ -1,0 +1,50 @@
+"""Training from datasets through the engine: behaviour cloning learns CartPole from a scripted expert,
+evaluations report the normalised score, a resumed run ends with the weights of an uninterrupted one."""
+
+import pytest
+
+import rlengine
+from rlengine.testing import MemoryWriter
+
+pytest.importorskip("rlengine_algorithms", reason="bc builds on the algorithms plugin's networks and encoders")
+
+
+def bc_run(plugins, root_dir, dataset, updates, per_iteration, **train):
+    raw = {"train": dict(algorithm="bc", dataset=dataset, num_env_steps=updates, eval_interval=1,
+                         num_eval_episodes=2, writers=["memory"], root_dir=str(root_dir), **train),
+           "offline": {"updates_per_iteration": per_iteration}}
+    return rlengine.Engine(raw, extra_plugins=plugins)
+
+
+def test_bc_learns_cartpole_from_a_scripted_expert_and_reports_the_normalised_score(record, lean_expert, offline_plugins,
+                                                                                   tmp_path):
+    record("cartpole/lean-v0", "CartPole-v1", 4, lean_expert, expert=True)
+    engine = bc_run(offline_plugins, tmp_path / "run", "cartpole/lean-v0", 400, 400)
+    assert (engine.config.train.pipeline, engine.config.train.env) == ("offline", "CartPole-v1")  # from the dataset
+    result = engine.train()
+    assert result.env_steps == 400  # an offline run counts its updates
+    train_row, eval_row = MemoryWriter.last.rows
+    assert train_row["diagnostics/accuracy"] > 0.75 and "train/episode_return" not in train_row
+    assert eval_row["eval/average_return"] >= 200  # the random reference is about 20
+    low_high = rlengine_offline_references("cartpole/lean-v0")
+    expected = 100 * (eval_row["eval/average_return"] - low_high[0]) / (low_high[1] - low_high[0])
+    assert eval_row["eval/normalized_score"] == pytest.approx(expected)
+
+
+def rlengine_offline_references(dataset_id):
+    from rlengine_offline.datasets import open_dataset
+
+    metadata = open_dataset(dataset_id).storage.metadata
+    return metadata["ref_min_score"], metadata["ref_max_score"]
+
+
+def test_a_dataset_needs_a_pipeline_that_reads_it_and_bc_needs_a_dataset(record, offline_plugins, tmp_path):
+    record("cartpole/random-v0", "CartPole-v1", 1)
+    with pytest.raises(rlengine.ConfigError, match="pipeline 'async' steps environments and reads no dataset; "
+                                                   "install the offline plugin"):
+        bc_run(offline_plugins, tmp_path / "a", "cartpole/random-v0", 10, 10, pipeline="async")
+    with pytest.raises(rlengine.ConfigError, match="pipeline 'sync' steps environments and reads no dataset"):
+        rlengine.Engine({"train": dict(algorithm="ppo", dataset="cartpole/random-v0", root_dir=str(tmp_path / "b"))},
+                        disabled_plugins=["offline"])
+    with pytest.raises(rlengine.ConfigError, match="algorithm 'bc' learns from a dataset .* --dataset ID"):
+        rlengine.Engine({"train": dict(algorithm="bc", root_dir=str(tmp_path / "c"))}, extra_plugins=offline_plugins)

@@ -1,0 +1,70 @@
+"""``PettingZooConfig``: the ``[pettingzoo]`` (or ``[mpe2]``) section of a run's config."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from rlengine import ConfigError
+
+__all__ = ["APIS", "PettingZooConfig", "section_of"]
+
+#: "auto": the module's Parallel API where it has one, else its AEC game turn by turn;
+#: "parallel": the Parallel API (an AEC-only game through PettingZoo's aec_to_parallel, where it allows it);
+#: "turns": the AEC game, the learner in one seat and the other seats played by the opponent.
+APIS = ("auto", "parallel", "turns")
+OPPONENTS = ("random",)
+#: Keys the plugin sets itself.
+RESERVED_MAKE_KWARGS = ("render_mode",)
+
+
+def _check_make_kwargs(_inst: Any, _attr: Any, value: Any) -> None:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"[pettingzoo] make_kwargs must be a table of keyword arguments, got {value!r}")
+    reserved = sorted(set(RESERVED_MAKE_KWARGS) & set(value))
+    if reserved:
+        raise ConfigError(f"[pettingzoo] make_kwargs must not set {reserved[0]!r}: use the [pettingzoo] key of "
+                          f"that name")
+
+
+def _one_of(choices: tuple) -> Any:
+    def check(_inst: Any, attr: Any, value: Any) -> None:
+        if value not in choices:
+            raise ConfigError(f"[pettingzoo] {attr.name} must be one of {', '.join(map(repr, choices))}, "
+                              f"got {value!r}")
+    return check
+
+
+_BOOL = attrs.validators.instance_of(bool)
+
+
+@attrs.frozen
+class PettingZooConfig:
+    """The ``[pettingzoo]`` section (``[mpe2]`` for ``mpe2/`` ids) of a run's config."""
+
+    #: Keyword arguments for the module's ``parallel_env`` / ``env`` (e.g. ``{N = 3, max_cycles = 25}``).
+    make_kwargs: dict = attrs.field(factory=dict, validator=_check_make_kwargs)
+    #: Which PettingZoo API steps the game (see ``APIS``).
+    api: str = attrs.field(default="auto", validator=_one_of(APIS))
+    #: Append a one-hot of the agent's index to its observation (parameter sharing tells the agents apart).
+    agent_id: bool = attrs.field(default=True, validator=_BOOL)
+    #: Who plays the other seats of a turn-based game: "random" (a uniformly random legal move).
+    opponent: str = attrs.field(default="random", validator=_one_of(OPPONENTS))
+    #: Passed to the environment; "rgb_array" enables ``render()``.
+    render_mode: str | None = attrs.field(default=None)
+    #: Set by the engine for evaluation copies (their row count may be rounded up to whole games).
+    evaluation: bool = attrs.field(default=False, validator=_BOOL)
+
+
+def section_of(config: Any) -> PettingZooConfig:
+    """``config`` as a :class:`PettingZooConfig` (``None``: the defaults; a mapping: its keys)."""
+    if config is None:
+        return PettingZooConfig()
+    if isinstance(config, Mapping):
+        try:
+            return PettingZooConfig(**config)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"[pettingzoo] {err}") from None
+    return config

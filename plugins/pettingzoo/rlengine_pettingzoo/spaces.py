@@ -1,0 +1,128 @@
+"""The agents' spaces as one row spec: what every row of a multi-agent batch holds.
+
+Every agent of a game becomes a batch row of the same spec, so one policy acts for them all
+(parameter sharing). Observations:
+
+- agents whose observation spaces are equal keep them; flat ``Box`` observations of different
+  lengths are zero-padded at the end to the longest (other differing spaces are refused);
+- with ``agent_id`` on and more than one agent, a one-hot of the agent's index (``float32 [A]``) is
+  appended to a flat ``Box`` observation, or added as the leaf ``agent_id`` of a dict observation
+  (``{"observation", "action_mask"}`` as PettingZoo's classic games give it);
+- dict leaves keep their keys, so an ``action_mask`` leaf masks the policy's logits as the engine's
+  algorithms do it.
+
+Actions: ``Discrete(n)`` (``int32`` in ``[0, n - 1]``) or a float ``Box``; all agents must share one
+action space. Floating observations become ``float32``; integer ones keep their dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+from gymnasium import spaces
+
+from rlengine import BoundedTensorSpec, ConfigError
+
+__all__ = ["RowLayout"]
+
+AGENT_ID_KEY = "agent_id"
+ACTION_MASK_KEY = "action_mask"
+
+
+def _dtype(space: spaces.Box) -> np.dtype:
+    return np.dtype(np.float32) if np.issubdtype(space.dtype, np.floating) else np.dtype(space.dtype)
+
+
+def _flat_box(space: Any) -> bool:
+    return isinstance(space, spaces.Box) and len(space.shape) == 1
+
+
+def _leaf_spec(space: Any, env_id: str) -> tf.TensorSpec:
+    if not isinstance(space, spaces.Box):
+        raise ConfigError(f"environment {env_id!r} has an observation space {space}, which rlengine-pettingzoo "
+                          f"does not map; it maps Box observations and dicts of them")
+    return tf.TensorSpec(space.shape, tf.as_dtype(_dtype(space)))
+
+
+def _action_spec(space: Any, env_id: str) -> BoundedTensorSpec:
+    if isinstance(space, spaces.Discrete) and int(space.start) == 0:
+        return BoundedTensorSpec((), tf.int32, 0, int(space.n) - 1)
+    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating):
+        return BoundedTensorSpec(space.shape, tf.float32, space.low.astype(np.float32), space.high.astype(np.float32))
+    raise ConfigError(f"environment {env_id!r} has an action space {space}, which rlengine-pettingzoo does not "
+                      f"map; it maps Discrete and float Box actions")
+
+
+class RowLayout:
+    """How the observation of agent ``i`` becomes its row: the row's spec and the conversion."""
+
+    def __init__(self, env_id: str, agents: list, observation_space: Callable, action_space: Callable,
+                 agent_id: bool):
+        self.env_id, self.agents = env_id, list(agents)
+        obs_spaces = [observation_space(a) for a in self.agents]
+        act_spaces = [action_space(a) for a in self.agents]
+        if any(s != act_spaces[0] for s in act_spaces):
+            kinds = {a: str(s) for a, s in zip(self.agents, act_spaces)}
+            raise ConfigError(f"environment {env_id!r}: its agents have different action spaces {kinds}; one policy "
+                              f"acts for every agent here, so they must share one (pick a game whose agents do)")
+        self.action_space = act_spaces[0]
+        self.action_spec = _action_spec(self.action_space, env_id)
+        self.pad_to = self._padding(obs_spaces)
+        self.one_hot = np.eye(len(self.agents), dtype=np.float32) if agent_id and len(self.agents) > 1 else None
+        self.observation_spec = self._observation_spec(obs_spaces[0])
+
+    def _padding(self, obs_spaces: list) -> int | None:
+        """The padded length when flat ``Box`` observations differ in length, else ``None``."""
+        if all(s == obs_spaces[0] for s in obs_spaces):
+            return None
+        if all(_flat_box(s) and _dtype(s) == _dtype(obs_spaces[0]) for s in obs_spaces):
+            return max(s.shape[0] for s in obs_spaces)
+        kinds = {a: str(s) for a, s in zip(self.agents, obs_spaces)}
+        raise ConfigError(f"environment {self.env_id!r}: its agents have different observation spaces {kinds}; "
+                          f"rlengine-pettingzoo pads flat Box observations of one dtype to the longest, and cannot "
+                          f"join these (pick a game whose agents share a space)")
+
+    def _observation_spec(self, space: Any) -> Any:
+        if isinstance(space, spaces.Dict):
+            spec = {key: _leaf_spec(sub, self.env_id) for key, sub in space.spaces.items()}
+            if self.one_hot is not None:
+                spec[AGENT_ID_KEY] = tf.TensorSpec((len(self.agents),), tf.float32)
+            return spec
+        leaf = _leaf_spec(space, self.env_id)
+        self._dtype = leaf.dtype.as_numpy_dtype
+        width = self.pad_to or (space.shape[0] if _flat_box(space) else None)
+        if self.one_hot is None:
+            return tf.TensorSpec((width,), leaf.dtype) if width is not None else leaf
+        if width is None:  # an image: the id goes beside it
+            return {"observation": leaf, AGENT_ID_KEY: tf.TensorSpec((len(self.agents),), tf.float32)}
+        return tf.TensorSpec((width + len(self.agents),), tf.float32)
+
+    def zeros(self) -> Any:
+        """The row of an agent that is not in the game: zeros, no agent id, and action 0 its one legal action
+        (a mask of zeros only would leave the policy no action to take)."""
+        rows = tf.nest.map_structure(lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype), self.observation_spec)
+        if isinstance(rows, dict) and ACTION_MASK_KEY in rows:
+            rows[ACTION_MASK_KEY][..., 0] = 1
+        return rows
+
+    def row(self, index: int, observation: Any) -> Any:
+        """Agent ``index``'s observation as its row, in the spec's dtypes (fresh arrays)."""
+        spec = self.observation_spec
+        if isinstance(observation, dict):
+            out = {key: np.array(observation[key], spec[key].dtype.as_numpy_dtype) for key in observation}
+            mask = out.get(ACTION_MASK_KEY)
+            if mask is not None and not mask.any():  # a game's end may allow nothing: action 0, which is ignored
+                mask[..., 0] = 1
+            if self.one_hot is not None:
+                out[AGENT_ID_KEY] = self.one_hot[index]
+            return out
+        obs = np.asarray(observation, self._dtype)
+        if self.pad_to is not None and obs.shape[0] < self.pad_to:
+            obs = np.concatenate([obs, np.zeros(self.pad_to - obs.shape[0], obs.dtype)])
+        if self.one_hot is None:
+            return obs
+        if isinstance(spec, dict):
+            return {"observation": obs, AGENT_ID_KEY: self.one_hot[index]}
+        return np.concatenate([obs.astype(np.float32), self.one_hot[index]])

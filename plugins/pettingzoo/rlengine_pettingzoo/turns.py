@@ -1,0 +1,103 @@
+"""``TurnGames``: copies of a turn-based (AEC) game, the learner in one seat of each, one batch row per copy.
+
+The learner's seat goes round: copy ``c``'s ``k``-th game seats it at ``possible_agents[(c + k) % A]``,
+so it plays first and second equally often. The other seats are played by the opponent (``random``: a
+uniformly random legal move, from the ``action_mask`` where the game has one). A row's step is the
+learner's move and the opponents' replies up to its next turn; its reward is what the learner gained
+over them (PettingZoo's cumulative reward of the seat), ``LAST`` when the game ends (discount 0, or 1
+when it was truncated), and the step after that resets the game (``FIRST``, action ignored), as a
+single-agent copy does. With ``agent_id`` on, a one-hot of the learner's seat is in its observation.
+
+Copy ``c`` is seeded with ``seed + c`` at the first reset (the game and its opponents); later resets
+continue its random stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from rlengine import StepType
+from rlengine_pettingzoo.parallel import stack_rows
+from rlengine_pettingzoo.spaces import ACTION_MASK_KEY, RowLayout
+
+__all__ = ["TurnGames"]
+
+_FIRST, _MID, _LAST = np.int32(StepType.FIRST), np.int32(StepType.MID), np.int32(StepType.LAST)
+
+
+class TurnGames:
+    """``num_copies`` AEC games made by ``make()``; row ``c`` is the learner's seat in copy ``c``."""
+
+    def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool):
+        self.games = [make() for _ in range(num_copies)]
+        first = self.games[0]
+        self.agents = list(first.possible_agents)
+        self.layout = RowLayout(env_id, self.agents, first.observation_space, first.action_space, agent_id)
+        self.seed = seed
+        self.rngs = [np.random.default_rng(seed + c) for c in range(num_copies)]
+        self.games_played = np.zeros(num_copies, dtype=np.int64)
+        self.seat = np.zeros(num_copies, dtype=np.int64)  # the learner's index in possible_agents
+        self.over = np.ones(num_copies, dtype=bool)
+
+    @property
+    def rows(self) -> int:
+        return len(self.games)
+
+    def reset(self, seeded: bool = False) -> tuple:
+        obs = [self._reset(c, self.seed + c if seeded else None) for c in range(self.rows)]
+        return (np.full(self.rows, _FIRST), np.zeros(self.rows, np.float32), np.ones(self.rows, np.float32),
+                stack_rows(obs))
+
+    def step(self, actions: np.ndarray) -> tuple:
+        step_type = np.full(self.rows, _MID)
+        reward = np.zeros(self.rows, np.float32)
+        discount = np.ones(self.rows, np.float32)
+        taken = ~self.over
+        observations = []
+        for c, game in enumerate(self.games):
+            if self.over[c]:
+                step_type[c] = _FIRST
+                observations.append(self._reset(c, None))
+                continue
+            game.step(actions[c])
+            obs, reward[c], terminated, truncated = self._learners_turn(c)
+            if terminated or truncated:
+                step_type[c], discount[c], self.over[c] = _LAST, 0.0 if terminated else 1.0, True
+            observations.append(obs)
+        return step_type, reward, discount, stack_rows(observations), taken
+
+    def _reset(self, c: int, seed: int | None) -> Any:
+        game = self.games[c]
+        game.reset(seed=seed)
+        self.seat[c] = (c + self.games_played[c]) % len(self.agents)
+        self.games_played[c] += 1
+        self.over[c] = False
+        obs, _, terminated, truncated = self._learners_turn(c)
+        self.over[c] = terminated or truncated
+        return obs
+
+    def _learners_turn(self, c: int) -> tuple:
+        """Opponents move until the learner's turn (or the game's end); the learner's ``(row, reward,
+        terminated, truncated)`` then."""
+        game, learner = self.games[c], self.agents[self.seat[c]]
+        while game.agents and game.agent_selection != learner:
+            obs, _, terminated, truncated, _ = game.last()
+            game.step(None if terminated or truncated else self._opponent_move(c, game, obs))
+        obs, reward, terminated, truncated, _ = game.last() if game.agents else (None, 0.0, True, False, None)
+        if obs is None:  # the learner has left the game: nothing more to observe
+            return self.layout.zeros(), float(reward), True, False
+        return self.layout.row(int(self.seat[c]), obs), float(reward), bool(terminated), bool(truncated)
+
+    def _opponent_move(self, c: int, game: Any, obs: Any) -> Any:
+        mask = obs.get(ACTION_MASK_KEY) if isinstance(obs, dict) else None
+        if mask is not None:
+            return int(self.rngs[c].choice(np.flatnonzero(mask)))
+        space = game.action_space(game.agent_selection)
+        space.seed(int(self.rngs[c].integers(2**31)))
+        return space.sample()
+
+    def close(self) -> None:
+        for game in self.games:
+            game.close()

@@ -1,0 +1,107 @@
+"""The rows a PettingZoo game gives the engine: specs, episodes, agents that leave early, padding, masks."""
+
+import numpy as np
+import pytest
+import tiny_games
+from rlengine_pettingzoo import environment as environment_module
+from rlengine_pettingzoo.environment import PettingZooEnvironment
+
+from rlengine import ConfigError, StepType
+
+FIRST, MID, LAST = StepType.FIRST, StepType.MID, StepType.LAST
+
+
+def test_simple_spread_rows_are_copies_times_agents_with_an_agent_id():
+    with PettingZooEnvironment("mpe2/simple_spread_v3", 6, seed=3, first_env_id=6) as env:
+        assert env.agents == ["agent_0", "agent_1", "agent_2"] and env.batch_size == 6
+        assert env.time_step_spec().observation.shape == (18 + 3,)
+        assert env.action_spec().shape == () and int(env.action_spec().maximum) == 4
+        first = env.reset()
+        assert (first.step_type == FIRST).all() and first.env_id.tolist() == list(range(6, 12))
+        np.testing.assert_array_equal(first.observation[:, 18:], np.tile(np.eye(3), (2, 1)))
+        kinds = [env.step(np.arange(6) % 5).step_type for _ in range(26)]
+    assert all((k == MID).all() for k in kinds[:24])  # 25 steps per episode, every agent to the end
+    assert (kinds[24] == LAST).all() and (kinds[25] == FIRST).all()
+
+
+def test_copies_are_seeded_apart_and_reproducibly():
+    def first_observation(seed, first_env_id):
+        with PettingZooEnvironment("mpe2/simple_spread_v3", 3, seed=seed, first_env_id=first_env_id) as env:
+            return env.reset().observation
+
+    np.testing.assert_array_equal(first_observation(1, 0), first_observation(1, 0))
+    assert not np.array_equal(first_observation(1, 0), first_observation(1, 3))
+
+
+def test_num_envs_must_be_whole_games_but_evaluation_rounds_up():
+    with pytest.raises(ConfigError, match=r"train.num_envs = 4 counts agent rows.*multiple of 3 \(e.g. 6\)"):
+        PettingZooEnvironment("mpe2/simple_spread_v3", 4, seed=0)
+    with PettingZooEnvironment("mpe2/simple_spread_v3", 4, seed=0, config={"evaluation": True}) as env:
+        assert env.batch_size == env.num_envs == 6
+
+
+def test_make_kwargs_reach_the_game():
+    with PettingZooEnvironment("mpe2/simple_spread_v3", 4, seed=0, config={"make_kwargs": {"N": 2}}) as env:
+        assert env.agents == ["agent_0", "agent_1"] and env.time_step_spec().observation.shape == (12 + 2,)
+    with pytest.raises(ConfigError, match="make_kwargs"):
+        PettingZooEnvironment("mpe2/simple_spread_v3", 3, seed=0, config={"make_kwargs": {"colour": 1}})
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    monkeypatch.setattr(environment_module, "resolve_module", lambda env_id: tiny_games)
+    env = PettingZooEnvironment("pettingzoo/tiny_v0", 6, seed=0)
+    yield env
+    env.close()
+
+
+def test_agents_that_leave_early_give_first_rows_until_their_game_is_over(tiny):
+    quitter, short, stayer = 0, 1, 2
+    assert tiny.time_step_spec().observation.shape == (3 + 3,)  # the longest observation, then the agent id
+    tiny.reset()
+    steps = [tiny.step(np.ones(6, np.int32)) for _ in range(5)]
+    kinds = np.array([s.step_type[:3] for s in steps])
+    np.testing.assert_array_equal(kinds[:, quitter], [MID, LAST, FIRST, FIRST, FIRST])
+    np.testing.assert_array_equal(kinds[:, stayer], [MID, MID, MID, LAST, FIRST])
+    assert steps[1].discount[quitter] == 0 and steps[3].discount[stayer] == 1  # terminated / truncated
+    idle = steps[2]
+    assert idle.reward[quitter] == 0 and idle.prev_action[quitter] == 0 and not idle.observation[quitter].any()
+    assert steps[2].prev_action[stayer] == 1 and steps[4].prev_action[stayer] == 0  # a reset ignores actions
+    np.testing.assert_array_equal(steps[0].reward[:3], [1, 11, 21])
+    np.testing.assert_array_equal(steps[0].observation[short], [1, 1, 0, 0, 1, 0])  # padded, then its id
+
+
+def test_agents_with_different_action_spaces_are_refused_by_name(monkeypatch):
+    class Mixed(tiny_games.TinyGame):
+        def action_space(self, agent):
+            return tiny_games.spaces.Discrete(3 if agent == "short" else 2)
+
+    monkeypatch.setattr(environment_module, "resolve_module",
+                        lambda env_id: type("m", (), {"parallel_env": staticmethod(Mixed)}))
+    with pytest.raises(ConfigError, match="'pettingzoo/mixed_v0': its agents have different action spaces"):
+        PettingZooEnvironment("pettingzoo/mixed_v0", 3, seed=0)
+
+
+def test_connect_four_is_played_turn_by_turn_against_random_legal_moves():
+    with PettingZooEnvironment("pettingzoo/classic.connect_four_v3", 4, seed=0) as env:
+        spec = env.time_step_spec().observation
+        assert set(spec) == {"observation", "action_mask", "agent_id"} and spec["action_mask"].shape == (7,)
+        ts, rng, seats, results = env.reset(), np.random.default_rng(0), [], []
+        for _ in range(120):
+            seats.extend(ts.observation["agent_id"].argmax(1)[ts.step_type == FIRST])
+            legal = [rng.choice(np.flatnonzero(m)) for m in ts.observation["action_mask"]]
+            ts = env.step(np.array(legal))
+            assert not ts.reward[ts.step_type != LAST].any()  # a game pays at its end only
+            results.extend(ts.reward[ts.step_type == LAST])
+    assert set(results) <= {-1, 0, 1} and {-1, 1} <= set(results) and len(results) > 10
+    assert abs(np.mean(seats) - 0.5) < 0.2  # the learner plays first and second
+
+
+@pytest.mark.parametrize("env_id, message", [
+    ("mpe2/simple_sprad_v3", "Did you mean 'mpe2/simple_spread_v3'"),
+    ("pettingzoo/classic.conect_four_v3", "Did you mean 'pettingzoo/classic.connect_four_v3'"),
+    ("pettingzoo/clasic.chess_v6", "'pettingzoo' has no family 'clasic'"),
+])
+def test_unknown_ids_say_what_is_known(env_id, message):
+    with pytest.raises(ConfigError, match=message):
+        PettingZooEnvironment(env_id, 3, seed=0)

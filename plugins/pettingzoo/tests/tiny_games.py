@@ -1,0 +1,57 @@
+"""A tiny Parallel game for the tests: agents that leave early and observations of different lengths.
+
+Three agents, ``Discrete(2)`` actions. ``quitter`` terminates after 2 steps, the others are truncated
+after 4. ``short`` observes 2 numbers, the others 3: ``[step, its last action, agent index]`` (cut to
+2 for ``short``). Each agent's reward is its last action plus 10 times its index, so a row's reward says
+whose it is.
+"""
+
+import functools
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+AGENTS = ["quitter", "short", "stayer"]
+QUIT_AT, LENGTH = 2, 4
+
+
+class TinyGame(ParallelEnv):
+    metadata = {"name": "tiny_v0", "is_parallelizable": True}
+
+    def __init__(self, render_mode=None):
+        self.possible_agents = list(AGENTS)
+        self.render_mode = render_mode
+        self.t = 0
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent):
+        size = 2 if agent == "short" else 3
+        return spaces.Box(-100.0, 100.0, (size,), np.float32)
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent):
+        return spaces.Discrete(2)
+
+    def _obs(self, agent, action):
+        full = np.array([self.t, action, AGENTS.index(agent)], np.float32)
+        return full[: self.observation_space(agent).shape[0]]
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        self.agents = list(AGENTS)
+        return {a: self._obs(a, 0) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        obs = {a: self._obs(a, int(actions[a])) for a in self.agents}
+        rewards = {a: float(actions[a]) + 10 * AGENTS.index(a) for a in self.agents}
+        terminated = {a: a == "quitter" and self.t >= QUIT_AT for a in self.agents}
+        truncated = {a: a != "quitter" and self.t >= LENGTH for a in self.agents}
+        infos = {a: {} for a in self.agents}
+        self.agents = [a for a in self.agents if not (terminated[a] or truncated[a])]
+        return obs, rewards, terminated, truncated, infos
+
+
+def parallel_env(**kwargs):
+    return TinyGame(**kwargs)

@@ -33,6 +33,7 @@ from rlengine.run.checkpoints.restoring import checked_choice, restore_choice
 from rlengine.run.checkpoints.rundir import RunDirectory, claimed
 from rlengine.run.checkpoints.saved_specs import write_specs
 from rlengine.run.checkpoints.store import check_resumable, newest_checkpoint
+from rlengine.run.process.crashes import crashes_named, environment_files
 from rlengine.run.process.custom_gradients import custom_gradients_released
 from rlengine.run.process.signals import stop_on_signals
 from rlengine.run.process.startup import StartupClock
@@ -99,7 +100,7 @@ class Engine:
         """
         # TensorFlow keeps every custom gradient a run's graphs registered, and with them those
         # graphs: released here, or each run trained in this process stays in its memory
-        with stop_on_signals(), custom_gradients_released():
+        with stop_on_signals(), custom_gradients_released(), environment_crashes_named(self.config, self.plugins):
             return self._train()
 
     def _train(self) -> TrainResult:
@@ -248,6 +249,16 @@ def used_sections(config: RunConfig, plugins: Plugins) -> dict[str, type]:
     used += [(name, reg.transformers.get(name).obj) for name in cfg.transformers]
     used += [(name, reg.writers.get(name).obj) for name in cfg.writers]
     return {name: cls.config_class for name, cls in used if getattr(cls, "config_class", None) is not None}
+
+
+def environment_crashes_named(config: RunConfig, plugins: Plugins) -> contextlib.AbstractContextManager:
+    """A segfault in the code of the run's Python environment names it and its plugin before Python's dump
+    (:mod:`rlengine.run.process.crashes`); a graph environment runs no code of its own."""
+    name, cls = environment_class(config, plugins)
+    reg = plugins.registries
+    if name in reg.graph_environments:
+        return contextlib.nullcontext()
+    return crashes_named(config.train.env, reg.environments.get(name).plugin, environment_files(cls))
 
 
 def default_root_dir(algorithm: str, env: str) -> str:

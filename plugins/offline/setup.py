@@ -9,6 +9,7 @@ setup(
     python_requires=">=3.10",
     install_requires=[
         "rlengine",
+        "rlengine-algorithms",  # bc builds on its networks, encoders and optimizer
         # reading and writing datasets needs only the hdf5 extra: episodes are written whole through
         # minari.create_dataset_from_buffers, and only Minari's step-by-step DataCollector needs JAX ("create")
         "minari[hdf5]>=0.5.4,<0.6",

@@ -44,7 +44,13 @@ class Source:
 
     def record(self, dataset_id: str, episodes: int, seed: int) -> Any:
         import minari
+        from minari.dataset.minari_dataset import parse_dataset_id
 
+        try:
+            parse_dataset_id(dataset_id)
+        except ValueError:
+            raise ConfigError(f"--out {dataset_id!r} is not a Minari dataset id: write (namespace/)name-vN, the "
+                              "namespace two characters or more, e.g. cartpole/expert-v0") from None
         if dataset_id in minari.list_local_datasets():
             raise ConfigError(f"dataset {dataset_id!r} exists already; choose another --out, or delete it first "
                               f"(minari delete {dataset_id})")

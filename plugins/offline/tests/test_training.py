@@ -9,11 +9,12 @@ from rlengine.testing import MemoryWriter
 pytest.importorskip("rlengine_algorithms", reason="bc builds on the algorithms plugin's networks and encoders")
 
 
-def bc_run(plugins, root_dir, dataset, updates, per_iteration, **train):
-    raw = {"train": dict(algorithm="bc", dataset=dataset, num_env_steps=updates, eval_interval=1,
-                         num_eval_episodes=2, writers=["memory"], root_dir=str(root_dir), **train),
+def bc_run(plugins, root_dir, dataset, updates, per_iteration, force=False, **train):
+    train = dict(algorithm="bc", dataset=dataset, num_env_steps=updates, eval_interval=1, num_eval_episodes=2,
+                 writers=["memory"], root_dir=str(root_dir)) | train
+    raw = {"train": train,
            "offline": {"updates_per_iteration": per_iteration}}
-    return rlengine.Engine(raw, extra_plugins=plugins)
+    return rlengine.Engine(raw, extra_plugins=plugins, force=force)
 
 
 def test_bc_learns_cartpole_from_a_scripted_expert_and_reports_the_normalised_score(record, lean_expert, offline_plugins,
@@ -48,3 +49,38 @@ def test_a_dataset_needs_a_pipeline_that_reads_it_and_bc_needs_a_dataset(record,
                         disabled_plugins=["offline"])
     with pytest.raises(rlengine.ConfigError, match="algorithm 'bc' learns from a dataset .* --dataset ID"):
         rlengine.Engine({"train": dict(algorithm="bc", root_dir=str(tmp_path / "c"))}, extra_plugins=offline_plugins)
+
+
+def checkpoint_values(root_dir, iteration):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(root_dir / "checkpoints" / f"ckpt-{iteration}"))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.startswith("algorithm/")}
+
+
+@pytest.mark.thorough  # two runs and a resume
+def test_a_resumed_offline_run_ends_with_the_weights_of_an_uninterrupted_one(record, offline_plugins, tmp_path):
+    import numpy as np
+
+    record("cartpole/random-v0", "CartPole-v1", 5)
+    settings = dict(deterministic=True, eval_interval=0, checkpoint_interval=1)
+    bc_run(offline_plugins, tmp_path / "whole", "cartpole/random-v0", 200, 50, **settings).train()
+    bc_run(offline_plugins, tmp_path / "parts", "cartpole/random-v0", 100, 50, **settings).train()
+    resumed = bc_run(offline_plugins, tmp_path / "parts", "cartpole/random-v0", 200, 50, force=True, **settings)
+    assert resumed.train().env_steps == 200
+    whole, parts = checkpoint_values(tmp_path / "whole", 4), checkpoint_values(tmp_path / "parts", 4)
+    assert whole.keys() == parts.keys() and any("optimizer" in name for name in whole)
+    differing = [name for name in whole if not np.array_equal(whole[name], parts[name])]
+    assert not differing
+    halfway = checkpoint_values(tmp_path / "whole", 2)
+    assert any(not np.array_equal(halfway[name], whole[name]) for name in whole)  # the updates after it count
+
+
+@pytest.mark.thorough  # 50 episodes recorded, 3000 updates
+def test_bc_on_fifty_scripted_expert_episodes_scores_like_the_expert(record, lean_expert, offline_plugins, tmp_path):
+    """The issue's target (greedy evaluation >= 475 from 50 expert episodes), with a scripted expert that
+    scores 500 on every episode."""
+    record("cartpole/lean-v0", "CartPole-v1", 50, lean_expert, expert=True)
+    result = bc_run(offline_plugins, tmp_path / "run", "cartpole/lean-v0", 3000, 1000, num_eval_episodes=10).train()
+    assert result.eval_return >= 475

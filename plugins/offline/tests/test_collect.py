@@ -1,0 +1,63 @@
+"""``rlengine collect``: random play and a run's greedy policy recorded as Minari datasets, and its errors."""
+
+import numpy as np
+import pytest
+
+import rlengine
+from rlengine import cli
+
+
+def collect(capsys, *argv):
+    code = cli.main(["collect", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--episodes", "2", "--out", "test/x-v0"], "give either RUN_DIR (record its policy) or --random --env ID"),
+    (["--random", "--episodes", "2", "--out", "test/x-v0"], "--random needs --env ID"),
+    (["run", "--env", "CartPole-v1", "--episodes", "2", "--out", "test/x-v0"], "--env goes with --random"),
+    (["--random", "--env", "CartPole-v1", "--episodes", "0", "--out", "test/x-v0"], "record at least one episode"),
+    (["--random", "--env", "NoSuchGame-v0", "--episodes", "1", "--out", "test/x-v0"],
+     "--env: 'NoSuchGame-v0' is not a Gymnasium environment"),
+    (["--random", "--env", "CartPole-v1", "--episodes", "1", "--out", "x/cartpole"],
+     "--out 'x/cartpole' is not a Minari dataset id: write (namespace/)name-vN"),
+])
+def test_mistakes_are_one_line_naming_the_fix(capsys, offline_plugins, argv, message):
+    code, _, err = collect(capsys, *argv)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_random_play_is_recorded_and_an_existing_dataset_is_never_overwritten(capsys, datasets_dir):
+    code, out, _ = collect(capsys, "--random", "--env", "CartPole-v1", "--episodes", "3", "--out", "test/random-v0")
+    assert code == 0 and "wrote dataset 'test/random-v0': 3 episodes" in out
+    from rlengine_offline.datasets import env_id_of, open_dataset
+
+    dataset = open_dataset("test/random-v0")
+    assert dataset.total_episodes == 3 and env_id_of(dataset) == "CartPole-v1"
+    assert "ref_max_score" not in dataset.storage.metadata  # random play is no expert reference
+    code, _, err = collect(capsys, "--random", "--env", "CartPole-v1", "--episodes", "1", "--out", "test/random-v0")
+    assert code == 2 and "dataset 'test/random-v0' exists already" in err
+
+
+@pytest.mark.thorough  # a training run, then its policy loaded and stepped
+def test_a_runs_greedy_policy_is_recorded_with_its_return_as_the_expert_reference(
+        capsys, record, lean_expert, offline_plugins, tmp_path):
+    record("test/lean-v0", "CartPole-v1", 2, lean_expert, expert=True)
+    root = tmp_path / "run"
+    rlengine.Engine({"train": dict(algorithm="bc", dataset="test/lean-v0", num_env_steps=200, eval_interval=1,
+                                   num_eval_episodes=1, writers=[], root_dir=str(root))},
+                    extra_plugins=offline_plugins).train()
+    code, out, _ = collect(capsys, str(root), "--checkpoint", "best", "--episodes", "2", "--out", "test/bc-v0")
+    assert code == 0, out
+    from rlengine_offline.datasets import open_dataset
+
+    dataset = open_dataset("test/bc-v0")
+    policy = rlengine.load(str(root), "best")
+    returns = []
+    for episode in dataset.iterate_episodes():
+        greedy = [policy.predict(observation)[0] for observation in episode.observations[:-1]]
+        assert np.array_equal(episode.actions, greedy)
+        returns.append(episode.rewards.sum())
+    assert dataset.storage.metadata["ref_max_score"] == pytest.approx(np.mean(returns))
+    assert f"average return {np.mean(returns):.1f}" in out

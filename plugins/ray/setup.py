@@ -3,8 +3,8 @@ from setuptools import find_packages, setup
 setup(
     name="rlengine-ray",
     version="0.1.0",
-    description="The ray pipeline for rlengine: env runners as Ray actors, the learner in the driver, "
-                "runners restarted when they fail",
+    description="Ray for rlengine: the ray pipeline (env runners as Ray actors, restarted when they fail), "
+                "seeds as Ray actors (train --seeds --ray), tune's trials on Ray Tune (tune --ray)",
     packages=find_packages(include=["rlengine_ray", "rlengine_ray.*"]),
     python_requires=">=3.10",
     install_requires=[
@@ -14,6 +14,8 @@ setup(
         "attrs>=23.1",
         "numpy>=1.24",
     ],
-    extras_require={"test": ["pytest>=8"]},
+    # rlengine tune --ray: Ray Tune (it brings pandas and pyarrow, which the pipeline and --seeds do not need)
+    # and the tune command it runs the trials of
+    extras_require={"test": ["pytest>=8"], "tune": ["ray[tune]>=2.54,<3", "rlengine-optuna>=0.1"]},
     entry_points={"rlengine": ["ray = rlengine_ray.plugin"]},
 )

@@ -66,6 +66,9 @@ class Tune(Command):
             startup_trials=args.startup_trials, force=args.force, disabled_plugins=tuple(args.disable_plugin),
             plugins=getattr(args, "plugins", None))
         tuner = Tuner(settings)
+        runner = getattr(args, "tune_runner", None)  # set by a command extending tune: the ray plugin's --ray
+        if runner is not None:
+            return runner(tuner)
         try:
             result = tuner.run()
         except TuneInterrupted as exc:

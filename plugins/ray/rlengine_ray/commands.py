@@ -1,7 +1,8 @@
-"""``--ray``: the flags the ray plugin adds to ``rlengine train --seeds`` (and ``rlengine tune``).
+"""``--ray``: the flags the ray plugin adds to ``rlengine train --seeds`` and ``rlengine tune``.
 
 ``rlengine --help`` imports this module to build the parser, so it imports
-no Ray: :meth:`RaySeeds.prepare` imports the launcher (:mod:`.seeds`).
+no Ray: the launcher (:mod:`.seeds`) and the tune runner (:mod:`.tune`) are
+imported when ``--ray`` is given.
 """
 
 from __future__ import annotations
@@ -49,3 +50,33 @@ def ray_wanted(args: argparse.Namespace) -> bool:
         raise ConfigError(f"--ray-cpus must be above 0 and --ray-gpus at least 0, got {args.ray_cpus:g} and "
                           f"{args.ray_gpus:g}")
     return True
+
+
+class RayTune(Command):
+    """``--ray`` on ``rlengine tune``: the trials run on Ray Tune (:mod:`.tune`)."""
+
+    help = "run tune's trials on Ray Tune: OptunaSearch (TPE) and ASHA"
+    extends = "tune"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_ray_arguments(parser, "trial")
+        parser.add_argument("--concurrent", type=int, default=2, metavar="N",
+                            help="with --ray: trials training at a time (default 2)")
+
+    def prepare(self, args: argparse.Namespace) -> None:
+        if not ray_wanted(args):
+            return
+        if args.concurrent < 1:
+            raise ConfigError(f"--concurrent must be at least 1, got {args.concurrent}")
+        try:
+            import ray.tune  # noqa: F401  (pandas, pyarrow: the extra, not the pipeline's dependencies)
+        except ImportError:
+            raise ConfigError("rlengine tune --ray needs Ray Tune, which is not installed: "
+                              "pip install 'rlengine-ray[tune]'") from None
+
+        def run_on_ray(tuner) -> int:
+            from rlengine_ray.tune import run_on_ray
+
+            return run_on_ray(tuner, args.ray_address or "", args.ray_cpus, args.ray_gpus, args.concurrent)
+
+        args.tune_runner = run_on_ray

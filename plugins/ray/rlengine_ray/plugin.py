@@ -1,5 +1,5 @@
 """The entry point: registers the ``ray`` pipeline through the same hook as the built-in ones, and
-``--ray`` on ``rlengine train --seeds`` (a command extending ``train``)."""
+``--ray`` on ``rlengine train --seeds`` and ``rlengine tune`` (commands extending them)."""
 
 from __future__ import annotations
 
@@ -17,3 +17,4 @@ def rlengine_register_pipelines(register):
 @hookimpl
 def rlengine_register_commands(register):
     register("train-on-ray", "rlengine_ray.commands:RaySeeds")
+    register("tune-on-ray", "rlengine_ray.commands:RayTune")

@@ -31,7 +31,7 @@ class BCConfig:
     #: registered encoder that turns observations into features, options in its own section
     encoder: str = attrs.field(default="flatten", validator=_v.instance_of(str))
     hidden_sizes: list = attrs.field(factory=lambda: [256, 256], validator=positive_sizes)  # MLP after the encoder
-    activation: str = attrs.field(default="relu", validator=_v.in_(["tanh", "relu", "elu"]))
+    activation: str = attrs.field(default="relu", validator=_v.in_(["tanh", "relu", "elu"]))  # of the MLP
     #: continuous actions: "mse" (squared error of the mean) or "gaussian" (negative log-likelihood)
     loss: str = attrs.field(default="mse", validator=_v.in_(["mse", "gaussian"]))
 

@@ -3,7 +3,8 @@
 Rows follow the engine's convention: ``reward[t + 1]`` and
 ``discount[t + 1]`` belong to the transition out of row ``t``. A row whose
 step is LAST starts no real transition (the environment resets after it),
-so it carries no loss.
+so it carries no loss; nor does a FIRST row followed by another FIRST (a
+multi-agent game's finished agent, waiting for the game to end).
 
 Observations go through the registered encoder the config names (one for
 actor and critic unless ``share_encoder = false``), then the optional LSTM
@@ -220,7 +221,10 @@ class ActorCritic(Algorithm):
         advantage, ret = gae(exp.reward, exp.discount, exp.step_type, value, cfg.gamma, cfg.gae_lambda)
         rows = tf.nest.map_structure(lambda t: t[:-1], exp._replace(rollout_info=()))
         old_log_prob = info.dist.log_prob(self.head.unoffset_action(exp.action))[:-1]
-        mask = tf.cast(exp.step_type[:-1] != StepType.LAST, tf.float32)
+        # Neither a LAST row nor a FIRST row followed by another FIRST (a finished agent's row of a multi-agent
+        # game, waiting for its game's end: docs/multi-agent.md) starts a transition.
+        waiting = (exp.step_type[:-1] == StepType.FIRST) & (exp.step_type[1:] == StepType.FIRST)
+        mask = tf.cast((exp.step_type[:-1] != StepType.LAST) & ~waiting, tf.float32)
         # with the values the advantages were computed with, before this batch's updates
         ev = tf.fill(tf.shape(mask), explained_variance(ret, value[:-1], mask))
         return rows._replace(rollout_info=BatchInfo(old_log_prob, value[:-1], advantage, ret, mask, ev))

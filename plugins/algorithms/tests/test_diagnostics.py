@@ -58,6 +58,16 @@ def on_policy_experience(t=6, b=3, obs_dim=3):
                       tf.zeros([t + 1, b], tf.int32), action, RolloutInfo(dist, value), ())
 
 
+@pytest.mark.parametrize("cls", [ActorCritic, PPO])
+def test_a_first_row_followed_by_another_first_carries_no_loss(cls):
+    """A multi-agent game's finished agent waits for the game's end as FIRST rows (docs/multi-agent.md)."""
+    exp = on_policy_experience()
+    step_type = exp.step_type.numpy()
+    step_type[:, 1] = [F, M, L, F, F, F, M]  # LAST, then two waiting rows, then the next episode's FIRST
+    mask = make(cls, DISCRETE).preprocess_experience(exp._replace(step_type=tf.constant(step_type))).rollout_info.mask
+    np.testing.assert_array_equal(mask.numpy()[:, 1], [1, 1, 0, 0, 0, 1])
+
+
 def report_of(algorithm, batch, rows):
     """The LossInfo of one update on the given rows of the flattened batch."""
     flat = tf.nest.map_structure(lambda x: tf.gather(tf.reshape(x, [-1, *x.shape[2:]]), rows), batch)

@@ -9,7 +9,7 @@ environment and no field.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -33,11 +33,14 @@ class TimeStepCheck:
     """Checks batched time steps of one environment against its spec, fast enough for every step.
 
     ``name`` is how errors call the environment (``"environment 'x'"``),
-    ``copies`` which of its copies it batches (``"copies 0..7"``).
+    ``copies`` which of its copies it batches (``"copies 0..7"``), ``origin``
+    who made it (:func:`environment_origin`, asked only for an error).
     """
 
-    def __init__(self, spec: TimeStep, num_envs: int, name: str, copies: str = "", first_env_id: int = 0):
+    def __init__(self, spec: TimeStep, num_envs: int, name: str, copies: str = "", first_env_id: int = 0,
+                 origin: Callable[[], str] = lambda: ""):
         self.name, self.copies, self.num_envs, self.first_env_id = name, copies, num_envs, first_env_id
+        self.origin = origin
         flat = tf.nest.flatten(spec)
         self.fields = leaf_paths(spec, "")
         self.shapes = [(num_envs, *s.shape.as_list()) for s in flat]
@@ -71,8 +74,14 @@ class TimeStepCheck:
         where = f" ({self.copies})" if self.copies else ""
         return EnvironmentOutputMismatch(
             f"{self.name}: {what}() time step does not match its time_step_spec(){where}: {problem}; "
-            "it is not restarted (the same code would return it again); fix the environment or its "
-            "time_step_spec()")
+            f"it is not restarted (the same code would return it again); fix the environment{self.origin()} "
+            "or its time_step_spec()")
+
+    def observation_promise(self) -> str:
+        """What the spec promises for the observation, e.g. ``observation float32 (2, 4)`` (num_envs first)."""
+        return ", ".join(f"{field} {dtype or 'string'} {tuple('?' if d is None else d for d in shape)}"
+                         for field, shape, dtype in zip(self.fields, self.shapes, self.dtypes)
+                         if field.startswith("observation"))
 
     # -- finite values ----------------------------------------------------------------------------
     def check_finite(self, leaves: list, what: str) -> None:
@@ -91,6 +100,20 @@ class TimeStepCheck:
                     f"{self.name} returned a non-finite {self.fields[i]}{element} = {leaf[tuple(bad)]} "
                     f"for copy {copy} (env_id {self.first_env_id + copy}) in {what}(); fix the environment, "
                     "or clip or replace non-finite values before they reach the agent")
+
+
+def environment_origin(env_class: type) -> str:
+    """`` (module.Class, from distribution version)``: which code, from which installed plugin, made an
+    environment. It reads every installed distribution's metadata, too slow for each environment made: errors
+    alone ask."""
+    import importlib.metadata as metadata
+
+    where = f"{env_class.__module__}.{env_class.__qualname__}"
+    try:
+        names = metadata.packages_distributions().get(env_class.__module__.split(".")[0]) or []
+        return f" ({where}, from {names[0]} {metadata.version(names[0])})" if names else f" ({where})"
+    except Exception:  # broken metadata must not hide the error being reported
+        return f" ({where})"
 
 
 def _flat(nest: Any) -> list:

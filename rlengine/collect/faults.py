@@ -34,6 +34,7 @@ replayed transition joins the rows before the crash to the rows after it.
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -43,15 +44,23 @@ import tensorflow as tf
 from rlengine.api import Environment
 from rlengine.api.data import TimeStep
 from rlengine.collect import stopping
-from rlengine.collect.env_checks import TimeStepCheck
+from rlengine.collect.env_checks import TimeStepCheck, environment_origin
 from rlengine.collect.watch_thread import WatchThread
-from rlengine.errors import EnvironmentFault, EnvironmentTimeout, RLEngineError, telling_line
+from rlengine.errors import (
+    EnvironmentFault,
+    EnvironmentOutputMismatch,
+    EnvironmentTimeout,
+    RLEngineError,
+    telling_line,
+)
 
 #: Seed added per restart: the new copies do not replay the episodes of the old ones,
 #: and stay clear of other copies' seeds (``seed + env_id``) and of evaluation seeds.
 RESTART_SEED_STRIDE = 104_729
 #: How long ``close`` waits for a step still running on another thread before closing anyway.
 CLOSE_WAIT_SECONDS = 5.0
+#: Words of an error about arrays of the wrong shape or dtype (NumPy's, Gymnasium's vector envs', TensorFlow's).
+SHAPE_OR_DTYPE = re.compile(r"shape|dtype|broadcast|dimension", re.IGNORECASE)
 
 
 class GuardedEnvironment(Environment):
@@ -85,10 +94,12 @@ class GuardedEnvironment(Environment):
         self.busy_since: Optional[float] = None
         self._busy_with = ""  # "step" or "reset": what busy_since times
         self._answered = False  # whether any call ever returned a good time step (else a fault is not transient)
+        self._restarted_for: Optional[tuple] = None  # (type, line) of the error that caused the last restart
         inner = self._make_first(seed)
         super().__init__(inner.env_id, inner.num_envs, seed, inner.first_env_id, inner.config)
         self._spec = inner.time_step_spec()
-        self._check = TimeStepCheck(self._spec, self.num_envs, name, self.copies, self.first_env_id)
+        self._check = TimeStepCheck(self._spec, self.num_envs, name, self.copies, self.first_env_id,
+                                    origin=lambda: environment_origin(type(inner)))
 
     # -- the Environment interface ---------------------------------------------------------------
     def time_step_spec(self) -> TimeStep:
@@ -196,6 +207,8 @@ class GuardedEnvironment(Environment):
         except Exception as exc:
             if not self._answered:  # it never worked: a restart runs the same failing code again
                 self._fail(self._never_worked_error(what, exc), exc)
+            if _fault_key(exc) == self._restarted_for and SHAPE_OR_DTYPE.search(str(exc)):
+                self._fail(self._broken_contract_error(what, exc), exc)
             time_step = self._restart(what, exc)  # a crash of an environment that worked: recreate it
         finally:
             self.busy_since = None
@@ -224,6 +237,7 @@ class GuardedEnvironment(Environment):
                 self._fail(self._exhausted_error(what, error), error)
             self._close_broken()
             self.restarts += 1
+            self._restarted_for = _fault_key(error)
             self._busy_with, self.busy_since = "reset", time.perf_counter()  # each attempt gets the whole timeout
             print(f"rlengine: warning: {self.name} ({self.copies}): {what}() raised {type(error).__name__}: "
                   f"{telling_line(str(error))}; recreated it (restart {self.restarts} of {self.max_restarts}, "
@@ -253,6 +267,14 @@ class GuardedEnvironment(Environment):
             f"{telling_line(str(error))}; it is not restarted, since an environment that never worked fails "
             "the same way after a restart; fix the environment (--debug shows the traceback)")
 
+    def _broken_contract_error(self, what: str, error: Exception) -> EnvironmentOutputMismatch:
+        return EnvironmentOutputMismatch(
+            f"{self.name} ({self.copies}): {what}() raised {type(error).__name__}: {telling_line(str(error))} "
+            "again after a restart: arrays of a wrong shape or dtype are the environment's contract broken, "
+            f"which a restart does not repair; its time_step_spec() promises {self._check.observation_promise()} "
+            f"(num_envs first); it is stopped; fix the environment{self._check.origin()} or its time_step_spec() "
+            "(--debug shows the traceback)")
+
     def _exhausted_error(self, what: str, error: Exception) -> EnvironmentFault:
         raised = f"{what}() raised {type(error).__name__}: {telling_line(str(error))}"
         if self.restarts_key is None:
@@ -266,6 +288,11 @@ class GuardedEnvironment(Environment):
             f"{self.name} ({self.copies}) did not answer {what} within {self.step_timeout:g} s "
             "(train.env_step_timeout); it is stopped, not restarted, since a hung environment may hold "
             "resources; fix the environment or raise train.env_step_timeout (0 disables)")
+
+
+def _fault_key(error: Exception) -> tuple:
+    """What makes two environment errors the same one: their type and line."""
+    return type(error).__name__, telling_line(str(error))
 
 
 class FaultWatch:

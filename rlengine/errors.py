@@ -188,9 +188,11 @@ def close_matches(name: str, choices: Iterable[str]) -> str:
 #: Packages under the engine and its plugins: a frame in them is never the culprit an error names.
 _INFRASTRUCTURE = {"tensorflow", "keras", "tf_keras", "tensorflow_probability", "numpy", "gymnasium", "pluggy",
                    "attr", "attrs", "absl", "google", "cloudpickle", "tomli_w", "tomli"}
+_DISK_FULL_FIX = ("free some disk space and run the same command again (complete checkpoints are kept: it resumes), "
+                  "or choose another --root-dir on a disk with space")
 _OS_ERROR_FIXES = {  # errno name -> what to do
-    "ENOSPC": "free some disk space, then run the same command again (complete checkpoints are kept)",
-    "EDQUOT": "free some disk space, then run the same command again (complete checkpoints are kept)",
+    "ENOSPC": _DISK_FULL_FIX,
+    "EDQUOT": _DISK_FULL_FIX,
     "EACCES": "check the permissions of that path or choose another one",
     "EPERM": "check the permissions of that path or choose another one",
     "EROFS": "that file system is read-only: choose a path on a writable one",

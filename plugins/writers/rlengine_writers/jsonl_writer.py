@@ -11,6 +11,7 @@ lines=True)`` or a ``json.loads`` per line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any, Mapping, Optional
@@ -95,8 +96,23 @@ class JsonlWriter(SummaryWriter):
         row = {k: _json_value(metrics[k]) for k in INDEX_KEYS if k in metrics}
         row.update((k, _json_value(v)) for k, v in metrics.items() if k not in row)
         # One write call per complete line, never partial JSON.
-        file.write(json.dumps(row, allow_nan=False) + "\n")
-        file.flush()
+        try:
+            file.write(json.dumps(row, allow_nan=False) + "\n")
+            file.flush()
+        except OSError as error:  # a full disk, say: the torn row goes, and the error names the file
+            self._drop_torn_row()
+            if error.filename:
+                raise
+            raise OSError(error.errno, error.strerror, self.path) from error
+
+    def _drop_torn_row(self) -> None:
+        """Close the file (what its buffer still holds is dropped), and cut a row written in part."""
+        file, self._file = self._file, None
+        with contextlib.suppress(OSError):
+            file.close()  # flushes the buffer once more, which fails as the write did
+        with contextlib.suppress(OSError), open(self.path, "rb+") as f:
+            content = f.read()
+            f.truncate(content.rfind(b"\n") + 1)
 
     def resume_from(self, env_steps: int) -> None:
         """Drop the rows past ``env_steps`` (and any torn row) that a killed run left behind.

@@ -1,5 +1,7 @@
+import errno
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -110,3 +112,38 @@ def test_resume_leaves_a_file_with_nothing_to_drop_as_it_is(tmp_path):
     writer.resume_from(512)
     writer.close()
     assert path.stat().st_ino == inode and [r["iteration"] for r in _rows(path)] == [1, 2]
+
+
+class _DiskFills:
+    """The writer's file, on a disk that fills after ``room`` more bytes: a write past it lands in part."""
+
+    def __init__(self, file, room):
+        self.file, self.room = file, room
+
+    def write(self, text):
+        self.file.write(text[:self.room])
+        self.file.flush()
+        if len(text) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as write() says it: no file named
+        self.room -= len(text)
+
+    def flush(self):
+        self.file.flush()
+
+    def close(self):
+        self.file.close()
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_torn_row(tmp_path):
+    writer = JsonlWriter(str(tmp_path), JsonlConfig())
+    writer.write(_row(1))
+    writer._file = _DiskFills(writer._file, room=10)
+
+    with pytest.raises(OSError) as raised:
+        writer.write(_row(2))
+
+    assert raised.value.errno == 28 and raised.value.filename == str(tmp_path / "metrics.jsonl")
+    assert _rows(tmp_path / "metrics.jsonl") == [_row(1)]  # the row written in part is cut
+    writer.write(_row(3))  # space again: the file is reopened
+    assert _rows(tmp_path / "metrics.jsonl") == [_row(1), _row(3)]
+    writer.close()

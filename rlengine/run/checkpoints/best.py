@@ -44,6 +44,7 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
+from rlengine.files import writing
 from rlengine.run.checkpoints.choice import best_checkpoint_dir, marked_best, recorded_return
 from rlengine.run.checkpoints.files import FILE_NAME, MARKER, damage, mark_complete, marked_checkpoints, write_tf_index
 from rlengine.run.checkpoints.restoring import move_damaged_aside
@@ -94,15 +95,17 @@ class BestCheckpoint:
     def _write(self, number: int, env_steps: int, eval_return: float) -> str:
         """Stage, rename into place, mark, then remove the previous best (see the module docstring)."""
         os.makedirs(self.directory, exist_ok=True)
-        staged = os.path.basename(self.checkpoint.write(os.path.join(self.directory, f"{STAGING}{os.getpid()}")))
-        target = os.path.join(self.directory, f"ckpt-{number}")
-        if os.path.exists(target + MARKER):  # a best of this very iteration: see the module docstring
-            os.remove(target + MARKER)
-        for name in os.listdir(self.directory):
-            if name.startswith(staged + "."):  # .index and .data-*: TF finds the data by the prefix's name
-                os.replace(os.path.join(self.directory, name), target + name[len(staged):])
-        mark_complete(self.directory, number, iteration=number, env_steps=env_steps, eval_return=eval_return,
-                      time=time.time())
+        target, staging = os.path.join(self.directory, f"ckpt-{number}"), f"{STAGING}{os.getpid()}"
+        # a full disk: the staged (or renamed, unmarked) files go; the previous best stays
+        with writing(target, os.path.join(self.directory, staging + "*"), target + ".*"):
+            staged = os.path.basename(self.checkpoint.write(os.path.join(self.directory, staging)))
+            if os.path.exists(target + MARKER):  # a best of this very iteration: see the module docstring
+                os.remove(target + MARKER)
+            for name in os.listdir(self.directory):
+                if name.startswith(staged + "."):  # .index and .data-*: TF finds the data by the prefix's name
+                    os.replace(os.path.join(self.directory, name), target + name[len(staged):])
+            mark_complete(self.directory, number, iteration=number, env_steps=env_steps, eval_return=eval_return,
+                          time=time.time())
         self._remove_all_but(number)
         write_tf_index(self.directory)  # tf.train.latest_checkpoint("<root_dir>/checkpoints/best") names it
         return target

@@ -29,7 +29,7 @@ import time
 from typing import Iterator, Optional
 
 from rlengine.errors import NotARunDirectory, RLEngineError, RunDirBusy
-from rlengine.files import write_atomically
+from rlengine.files import write_atomically, writing
 from rlengine.plugin.markers import CORE_VERSION
 
 if sys.platform == "win32":
@@ -162,7 +162,12 @@ class RunDirLock:
                 os.close(fd)
                 raise RunDirBusy(busy_message(root_dir, holder))
             if _same_file(fd, path):
-                _write_holder(fd)
+                try:
+                    with writing(path):  # a full disk: named, and the lock let go
+                        _write_holder(fd)
+                except OSError:
+                    os.close(fd)
+                    raise
                 _held_fds.add(fd)
                 return cls(path, fd)
             os.close(fd)  # locked a file its holder had just removed on release: lock the one there now

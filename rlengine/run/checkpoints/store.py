@@ -41,6 +41,7 @@ from rlengine.api import seeding
 from rlengine.collect import env_state
 from rlengine.collect.stepper import is_graph_environment
 from rlengine.errors import RLEngineError
+from rlengine.files import writing
 from rlengine.run.checkpoints.files import (
     FILE_NAME,
     MARKER,
@@ -195,8 +196,9 @@ class RunCheckpoints:
         self.blobs["episode_stats"].assign(_arrays_to_bytes([self.stats.returns, self.stats.lengths]))
         self.blobs["eval_environment"].assign(_evaluation_state(parts, run.config.train.max_env_state_bytes))
         self.blobs["config"].assign(json.dumps(run.config.to_dict(), sort_keys=True))
-        self.checkpoint.write(prefix)
-        mark_complete(self.directory, number, iteration=number, env_steps=run.env_steps, time=time.time())
+        with writing(prefix, prefix + "_temp*", prefix + ".*"):  # a full disk: the half-written files go
+            self.checkpoint.write(prefix)
+            mark_complete(self.directory, number, iteration=number, env_steps=run.env_steps, time=time.time())
         self._prune(number)
         write_tf_index(self.directory)
         return prefix

@@ -33,6 +33,7 @@ import tf_keras
 
 import rlengine
 from rlengine import Algorithm, ConfigError, Experience, LossInfo, PolicyStep, StepType, action_mask_of
+from rlengine_algorithms.central_critic import central_encoders
 from rlengine_algorithms.masking import mask_spec, refuse_mask
 from rlengine_algorithms.networks import ActionHead, Torso, dense, positive_sizes
 from rlengine_algorithms.optimizers import FusedAdam
@@ -50,6 +51,9 @@ class ActorCriticConfig:
     encoder: str = attrs.field(default="flatten", validator=attrs.validators.instance_of(str))
     #: one encoder for actor and critic; false: each its own (needs lstm_size = 0)
     share_encoder: bool = True
+    #: MAPPO's centralised critic: the critic reads the observation's global_state (and agent_id) leaves, the
+    #: actor the others (rlengine_algorithms.central_critic; needs lstm_size = 0)
+    central_critic: bool = False
     #: MLP widths of actor and critic after the encoder, each > 0 ([]: no hidden layer; with a CNN encoder
     #: set [], as its last dense layer is the torso, like SB3's CnnPolicy)
     hidden_sizes: list = attrs.field(factory=lambda: [64, 64], validator=positive_sizes)
@@ -172,6 +176,8 @@ class ActorCritic(Algorithm):
         if not config.share_encoder and config.lstm_size:
             raise ConfigError(f"{name}.share_encoder = false needs lstm_size = 0 (the LSTM feeds both actor and "
                               f"critic from one encoder); set share_encoder = true or lstm_size = 0")
+        if config.central_critic:
+            return central_encoders(self, config, name)
         encoder = self.make_encoder(config.encoder)
         if config.share_encoder or not encoder.variables:  # an encoder without variables is the same function
             return encoder, None

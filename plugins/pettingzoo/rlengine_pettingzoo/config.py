@@ -50,6 +50,9 @@ class PettingZooConfig:
     api: str = attrs.field(default="auto", validator=_one_of(APIS))
     #: Append a one-hot of the agent's index to its observation (parameter sharing tells the agents apart).
     agent_id: bool = attrs.field(default=True, validator=_BOOL)
+    #: Add the leaf ``global_state`` to every row: the game's ``state()``, else every agent's observation joined
+    #: (for PPO's ``central_critic``, MAPPO).
+    global_state: bool = attrs.field(default=False, validator=_BOOL)
     #: Who plays the other seats of a turn-based game: "random" (a uniformly random legal move).
     opponent: str = attrs.field(default="random", validator=_one_of(OPPONENTS))
     #: Passed to the environment; "rgb_array" enables ``render()``.

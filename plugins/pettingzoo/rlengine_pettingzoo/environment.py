@@ -67,14 +67,15 @@ class PettingZooEnvironment(Environment):
             raise ConfigError(f"train.num_envs = {num_envs} counts agent rows, and every copy of {env_id!r} has "
                               f"{per_copy} agents: set train.num_envs to a multiple of {per_copy} "
                               f"(e.g. {copies * per_copy})")
-        self._games = cls(env_id, lambda: make(**kwargs), copies, int(seed or 0) + int(first_env_id), config.agent_id)
+        self._games = cls(env_id, lambda: make(**kwargs), copies, int(seed or 0) + int(first_env_id), config.agent_id,
+                          config.global_state)
         super().__init__(env_id, copies * per_copy, seed, int(first_env_id), config)
         layout = self._games.layout
         self.agents = layout.agents
         self._action_spec = layout.action_spec
         self._action_shape = (self.num_envs, *self._action_spec.shape)
         self._action_dtype = self._action_spec.dtype.as_numpy_dtype
-        self._time_step_spec = TimeStep.spec_of(layout.observation_spec, self._action_spec)
+        self._time_step_spec = TimeStep.spec_of(self._games.observation_spec, self._action_spec)
         self._started = False
 
     @staticmethod

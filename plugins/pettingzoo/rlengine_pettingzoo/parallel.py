@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlengine import StepType
+from rlengine_pettingzoo.global_state import GlobalState, spec_with_state, with_state
 from rlengine_pettingzoo.spaces import RowLayout
 
 __all__ = ["ParallelGames", "stack_rows"]
@@ -40,15 +41,22 @@ def stack_rows(rows: list) -> Any:
 class ParallelGames:
     """``num_copies`` games made by ``make()``, stepped one after the other, their agents as rows."""
 
-    def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool):
+    def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool,
+                 global_state: bool = False):
         self.games = [make() for _ in range(num_copies)]
         first = self.games[0]
         self.agents = list(first.possible_agents)
         self.layout = RowLayout(env_id, self.agents, first.observation_space, first.action_space, agent_id)
+        self.state = GlobalState(env_id, first, self.agents) if global_state else None
         self.seed = seed
         self.in_game = np.zeros((num_copies, len(self.agents)), dtype=bool)  # the row's agent is playing
         self.over = np.ones(num_copies, dtype=bool)  # the copy's game has no agent left
-        self._idle = self.layout.zeros()
+        self._idle = self.layout.zeros() if self.state is None else with_state(self.layout.zeros(), self.state.zeros())
+
+    @property
+    def observation_spec(self) -> Any:
+        spec = self.layout.observation_spec
+        return spec if self.state is None else spec_with_state(spec, self.state)
 
     @property
     def rows(self) -> int:
@@ -76,8 +84,8 @@ class ParallelGames:
                 continue
             acting = {a: actions[c * agents + i] for i, a in enumerate(self.agents) if self.in_game[c, i]}
             obs, rewards, terminated, truncated, _ = game.step(acting)
-            observations.extend(self._after_step(c, game, obs, rewards, terminated, truncated,
-                                                 step_type[c], reward[c], discount[c]))
+            rows = self._after_step(c, game, obs, rewards, terminated, truncated, step_type[c], reward[c], discount[c])
+            observations.extend(self._with_state(game, obs, rows))
             self.over[c] = not game.agents
         return (step_type.reshape(-1), reward.reshape(-1), discount.reshape(-1), stack_rows(observations),
                 taken.reshape(-1))
@@ -102,7 +110,15 @@ class ParallelGames:
         obs, _ = self.games[c].reset(seed=seed)
         self.in_game[c] = [a in obs for a in self.agents]
         self.over[c] = not self.in_game[c].any()
-        return [self.layout.row(i, obs[a]) if a in obs else self._idle for i, a in enumerate(self.agents)]
+        rows = [self.layout.row(i, obs[a]) if a in obs else self._idle for i, a in enumerate(self.agents)]
+        return self._with_state(self.games[c], obs, rows)
+
+    def _with_state(self, game: Any, obs: dict, rows: list) -> list:
+        """The rows with the game's state beside each (a finished row's stays zeros)."""
+        if self.state is None:
+            return rows
+        state = self.state.of(game, obs)
+        return [row if row is self._idle else with_state(row, state) for row in rows]
 
     def close(self) -> None:
         for game in self.games:

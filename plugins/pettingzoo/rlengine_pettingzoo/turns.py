@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlengine import StepType
+from rlengine import ConfigError, StepType
 from rlengine_pettingzoo.parallel import stack_rows
 from rlengine_pettingzoo.spaces import ACTION_MASK_KEY, RowLayout
 
@@ -30,7 +30,11 @@ _FIRST, _MID, _LAST = np.int32(StepType.FIRST), np.int32(StepType.MID), np.int32
 class TurnGames:
     """``num_copies`` AEC games made by ``make()``; row ``c`` is the learner's seat in copy ``c``."""
 
-    def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool):
+    def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool,
+                 global_state: bool = False):
+        if global_state:
+            raise ConfigError(f"environment {env_id!r} is played turn by turn, one learner row per game, which has "
+                              f"no global state for a centralised critic; set [pettingzoo] global_state = false")
         self.games = [make() for _ in range(num_copies)]
         first = self.games[0]
         self.agents = list(first.possible_agents)
@@ -40,6 +44,7 @@ class TurnGames:
         self.games_played = np.zeros(num_copies, dtype=np.int64)
         self.seat = np.zeros(num_copies, dtype=np.int64)  # the learner's index in possible_agents
         self.over = np.ones(num_copies, dtype=bool)
+        self.observation_spec = self.layout.observation_spec
 
     @property
     def rows(self) -> int:

@@ -55,6 +55,12 @@ def tiny(monkeypatch):
     env.close()
 
 
+def test_the_tiny_game_passes_pettingzoos_own_parallel_api_test():
+    from pettingzoo.test import parallel_api_test
+
+    parallel_api_test(tiny_games.TinyGame(), num_cycles=10)
+
+
 def test_agents_that_leave_early_give_first_rows_until_their_game_is_over(tiny):
     quitter, short, stayer = 0, 1, 2
     assert tiny.time_step_spec().observation.shape == (3 + 3,)  # the longest observation, then the agent id
@@ -105,3 +111,27 @@ def test_connect_four_is_played_turn_by_turn_against_random_legal_moves():
 def test_unknown_ids_say_what_is_known(env_id, message):
     with pytest.raises(ConfigError, match=message):
         PettingZooEnvironment(env_id, 3, seed=0)
+
+
+def test_global_state_is_the_games_state_beside_every_agents_row():
+    with PettingZooEnvironment("mpe2/simple_spread_v3", 6, seed=0, config={"global_state": True}) as env:
+        spec = env.time_step_spec().observation
+        assert spec["observation"].shape == (21,) and spec["global_state"].shape == (54,)
+        env.reset()
+        obs = env.step(np.zeros(6, np.int32)).observation
+        games = env._games.games
+    for c in range(2):
+        state = obs["global_state"][3 * c: 3 * c + 3]
+        np.testing.assert_allclose(state, np.tile(games[c].state(), (3, 1)), rtol=1e-6)
+    assert not np.allclose(obs["global_state"][0], obs["global_state"][3])
+
+
+def test_a_game_without_a_state_joins_its_agents_observations(monkeypatch):
+    monkeypatch.setattr(environment_module, "resolve_module", lambda env_id: tiny_games)
+    with PettingZooEnvironment("pettingzoo/tiny_v0", 3, seed=0, config={"global_state": True}) as env:
+        assert env.time_step_spec().observation["global_state"].shape == (3 + 2 + 3,)
+        env.reset()
+        steps = [env.step(np.ones(3, np.int32)).observation for _ in range(3)]
+    np.testing.assert_array_equal(steps[0]["global_state"][2], [1, 1, 0, 1, 1, 1, 1, 2])
+    assert not steps[2]["global_state"][0].any()  # the quitter's finished row: zeros
+    np.testing.assert_array_equal(steps[2]["global_state"][2], [0, 0, 0, 3, 1, 3, 1, 2])  # it left: zeros in its place

@@ -17,7 +17,7 @@ from rlengine import ConfigError, RunConfig, TrainConfig, hookimpl
 RLENGINE_API_VERSION = "1.7"
 
 #: Registered name -> "module:Class" of the algorithms that learn only from datasets.
-ALGORITHMS = {"bc": "rlengine_offline.bc:BC"}
+ALGORITHMS = {"bc": "rlengine_offline.bc:BC", "td3_bc": "rlengine_offline.td3_bc:TD3BC"}
 
 
 @hookimpl

@@ -1,6 +1,7 @@
 """Training from datasets through the engine: behaviour cloning learns CartPole from a scripted expert,
 evaluations report the normalised score, a resumed run ends with the weights of an uninterrupted one."""
 
+import numpy as np
 import pytest
 
 import rlengine
@@ -84,3 +85,30 @@ def test_bc_on_fifty_scripted_expert_episodes_scores_like_the_expert(record, lea
     record("cartpole/lean-v0", "CartPole-v1", 50, lean_expert, expert=True)
     result = bc_run(offline_plugins, tmp_path / "run", "cartpole/lean-v0", 3000, 1000, num_eval_episodes=10).train()
     assert result.eval_return >= 475
+
+
+def pendulum_controller(observation):
+    """A smooth function of Pendulum's observation (cos, sin, angular velocity), within its bounds."""
+    return np.clip([-3.0 * observation[1] - observation[2]], -2.0, 2.0).astype(np.float32)
+
+
+@pytest.mark.thorough  # 2000 TD3 updates
+@pytest.mark.parametrize("alpha", [0.0, 2.5])
+def test_td3_bc_with_alpha_zero_clones_the_datasets_actions(record, offline_plugins, tmp_path, alpha):
+    """alpha = 0 leaves only the behaviour-cloning term of the actor's loss; the paper's 2.5 adds the critic's
+    pull but stays near the data."""
+    dataset = record("pendulum/controller-v0", "Pendulum-v1", 8, pendulum_controller)
+    raw = {"train": dict(algorithm="td3_bc", dataset="pendulum/controller-v0", num_env_steps=2000,
+                         eval_interval=0, writers=["memory"], root_dir=str(tmp_path / "run")),
+           "offline": {"updates_per_iteration": 1000}, "td3_bc": {"alpha": alpha}}
+    engine = rlengine.Engine(raw, extra_plugins=offline_plugins)
+    assert engine.config.train.env == "Pendulum-v1"
+    engine.train()
+    row = MemoryWriter.last.rows[-1]
+    assert np.isfinite(row["loss/critic"]) and np.isfinite(row["loss/actor"])
+    policy = rlengine.load(str(tmp_path / "run"), extra_plugins=offline_plugins)
+    observations = np.concatenate([episode.observations for episode in dataset.iterate_episodes()])
+    actions = policy.predict(observations)[0]
+    expected = np.stack([pendulum_controller(o) for o in observations])
+    error = np.abs(actions - expected).mean()
+    assert error < (0.15 if alpha == 0 else 0.5), error

@@ -18,6 +18,7 @@ run and logs the queued rows, so the training loop waits for neither
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional
 
 import attrs
@@ -58,6 +59,11 @@ class WandbConfig:
     # longest time, in seconds, closing the writer waits for the last rows and the end of the tracker run
     # (none after a second Ctrl-C); what is not sent by then is dropped, with one line saying how much
     close_secs: float = attrs.field(default=CLOSE_SECS, validator=positive_number)
+
+
+def _quiet_unless_asked() -> bool:
+    """W&B's console output is replaced by one line of ours, unless the user set how much W&B says."""
+    return not any(name in os.environ for name in ("WANDB_SILENT", "WANDB_QUIET"))
 
 
 def check_wandb_installed() -> None:
@@ -108,14 +114,26 @@ class WandbWriter(TrackerWriter):
                 id=str(record["run_id"]) if record is not None else None,  # None: W&B makes one
                 resume="allow", config=run_config(self.root_dir),
                 allow_val_change=True,  # a run resumed with another config (--force) records the new one
-                reinit="create_new")  # other W&B runs of this process (a notebook's) go on
+                reinit="create_new",  # other W&B runs of this process (a notebook's) go on
+                settings=wandb.Settings(silent=True) if _quiet_unless_asked() else None)
         except Exception as exc:
             raise TrackerError(f"the wandb writer could not start a W&B run: {type(exc).__name__}: "
                                f"{one_line(exc)}") from exc
         if record is None:
             write_json(os.path.join(self.root_dir, RUN_FILE),
                        {"run_id": self.run.id, "project": self.run.project, "entity": self.run.entity})
+        print(f"rlengine: wandb: {self._where()}", file=sys.stderr, flush=True)
         return self.run
+
+    def _where(self) -> str:
+        """Our one line about the W&B run, in place of W&B's own (its banner, history and summary)."""
+        run = self.run
+        if run.settings.mode == "disabled":
+            return "disabled: nothing is recorded"
+        if run.offline:
+            files = os.path.dirname(run.dir)  # run.dir is <offline-run-...>/files
+            return f"offline run {run.id} in {files}; upload it with: wandb sync {files}"
+        return f"run {run.id} at {run.url}"
 
     def end(self, error: Optional[BaseException]) -> None:
         if self.run is not None:

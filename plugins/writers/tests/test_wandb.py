@@ -101,6 +101,32 @@ def test_the_offline_run_records_the_config_and_every_row_at_its_env_steps(tmp_p
     assert {step: items["eval/average_return"] for step, items in logged if "eval/average_return" in items} == evaluated
 
 
+def test_the_console_carries_one_line_of_ours_about_wandb_not_its_banner_and_summary(tmp_path, wandb_dir,
+                                                                                      monkeypatch, capfd):
+    monkeypatch.delenv("WANDB_SILENT")  # as a user runs it: W&B printed 34 lines for an offline run
+    wandb_dir.mkdir()  # W&B warns of a WANDB_DIR that does not exist yet (a warning is W&B's to say)
+    root = tmp_path / "run"
+    _engine(root).train()
+    wandb.teardown()
+
+    run_id = json.loads((root / RUN_FILE).read_text())["run_id"]
+    [files] = (wandb_dir / "wandb").glob(f"offline-run-*-{run_id}")
+    captured = capfd.readouterr()
+    about_wandb = [line for line in (captured.out + captured.err).splitlines() if "wandb" in line.lower()]
+    assert about_wandb == [f"rlengine: wandb: offline run {run_id} in {files}; upload it with: wandb sync {files}"]
+
+
+@pytest.mark.parametrize("variable", ["WANDB_SILENT", "WANDB_QUIET"])
+def test_how_much_wandb_says_is_the_users_once_they_set_it(monkeypatch, variable):
+    from rlengine_writers.wandb_writer import _quiet_unless_asked
+
+    for name in ("WANDB_SILENT", "WANDB_QUIET"):
+        monkeypatch.delenv(name, raising=False)
+    assert _quiet_unless_asked()
+    monkeypatch.setenv(variable, "false")
+    assert not _quiet_unless_asked()
+
+
 def test_a_resumed_run_continues_the_same_wandb_run(tmp_path, wandb_dir):
     root = tmp_path / "run"
     with pytest.raises(rlengine.PluginError, match="stop at iteration 2"):

@@ -46,6 +46,10 @@ class Tune(Command):
         p.add_argument("--startup-trials", type=int, default=5, metavar="N",
                        help="the first N trials are sampled at random and never pruned; then TPE samples and "
                             "the pruner judges")
+        p.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="trials training at a time on this machine, each in its own process, all asking one "
+                            "study (default 1)")
+        p.add_argument("--job-index", type=int, default=0, help=argparse.SUPPRESS)  # set by --jobs for its others
         p.add_argument("--force", action="store_true",
                        help="continue --tune-dir even though its study was made with other --param's or config")
 
@@ -54,7 +58,7 @@ class Tune(Command):
         from rlengine_optuna.tuner import TuneInterrupted, Tuner, TuneSettings, print_summary
 
         for flag, value, least in (("--trials", args.trials, 1), ("--last-evals", args.last_evals, 1),
-                                   ("--startup-trials", args.startup_trials, 0)):
+                                   ("--startup-trials", args.startup_trials, 0), ("--jobs", args.jobs, 1)):
             if value < least:
                 raise RLEngineError(f"{flag} must be at least {least}, got {value}")
         overrides = list(args.set)
@@ -64,7 +68,8 @@ class Tune(Command):
             params=args.param, config=args.config, overrides=overrides, trials=args.trials,
             tune_dir=args.tune_dir or "", seed=args.seed, last_evals=args.last_evals, pruner=args.pruner,
             startup_trials=args.startup_trials, force=args.force, disabled_plugins=tuple(args.disable_plugin),
-            plugins=getattr(args, "plugins", None))
+            plugins=getattr(args, "plugins", None), jobs=args.jobs, job_index=args.job_index,
+            argv=tuple(getattr(args, "argv", None) or ()))
         tuner = Tuner(settings)
         runner = getattr(args, "tune_runner", None)  # set by a command extending tune: the ray plugin's --ray
         if runner is not None:
@@ -72,11 +77,14 @@ class Tune(Command):
         try:
             result = tuner.run()
         except TuneInterrupted as exc:
+            if args.job_index:  # one of --jobs' processes: the tune process says it
+                return 128 + exc.signal_number
             print(f"rlengine: {exc}; resume with: {resume_command(getattr(args, 'argv', None), exc.tune_dir)}",
                   file=sys.stderr, flush=True)
             return 128 + exc.signal_number
-        print()
-        print_summary(result, tuner.params, tuner.objective)
+        if not args.job_index:
+            print()
+            print_summary(result, tuner.params, tuner.objective)
         return 0
 
 

@@ -83,9 +83,12 @@ def check_usable(tune_dir: str) -> None:
                            "choose a new or empty directory")
 
 
-def open_storage(tune_dir: str) -> JournalStorage:
-    """The journal storage of ``tune_dir`` (the caller holds :func:`locked`)."""
+def open_storage(tune_dir: str, job: int = 0) -> JournalStorage:
+    """The journal storage of ``tune_dir``: the caller holds :func:`locked`, or is job ``job`` > 0 of the
+    process that does (:mod:`rlengine_optuna.jobs`), which has repaired the journal already."""
     path = os.path.join(tune_dir, STUDY_FILE)
+    if job:
+        return JournalStorage(JournalFileBackend(path))
     repair_journal(path)
     check_journal(path)
     # Optuna's own lock file, left behind by a process killed while appending: nobody else can hold it,
@@ -180,6 +183,11 @@ def fingerprint_of(params: list, objective: str, config: dict) -> dict:
 
 def finished_count(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=FINISHED))
+
+
+def running_count(study: optuna.Study) -> int:
+    """Trials training now (in another ``--jobs`` process too)."""
+    return len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
 def requeue(study: optuna.Study, trial: optuna.Trial, reason: str) -> None:

@@ -17,6 +17,7 @@ have finished (complete or pruned).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
@@ -29,7 +30,7 @@ import optuna
 
 from rlengine import ConfigError, Engine, RLEngineError
 from rlengine.errors import TrainingInterrupted
-from rlengine_optuna import report
+from rlengine_optuna import jobs, report
 from rlengine_optuna import study as studies
 from rlengine_optuna.params import Param, ParamError, parse_params, toml_value
 from rlengine_optuna.trial import FAIL, PRUNED, TrialReporter, run_trial
@@ -57,6 +58,9 @@ class TuneSettings:
     disabled_plugins: tuple = ()
     extra_plugins: tuple = ()  # (name, plugin) registered in every trial's run, as rlengine.Engine takes them
     plugins: Any = None  # a plugin manager already built (the CLI's), for checking the config; trials build theirs
+    jobs: int = attrs.field(default=1, validator=attrs.validators.gt(0))  # processes training trials at a time
+    job_index: int = 0  # > 0: one of the processes --jobs started (rlengine_optuna.jobs)
+    argv: tuple = ()  # the rlengine words of this tune, which --jobs starts the other processes with
 
 
 @attrs.frozen
@@ -122,17 +126,23 @@ class Tuner:
     def run(self) -> TuneResult:
         start = time.perf_counter()
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # tune prints its own line per trial
-        with studies.locked(self.tune_dir):
-            storage = studies.open_storage(self.tune_dir)
+        s = self.settings
+        with contextlib.nullcontext() if s.job_index else studies.locked(self.tune_dir):  # job 0 holds it
+            storage = studies.open_storage(self.tune_dir, s.job_index)
             fingerprint = studies.fingerprint_of(self.params, self.objective, self.base.config.to_dict())
-            study = studies.open_study(storage, self.tune_dir, fingerprint, self.settings.force)
+            study = studies.open_study(storage, self.tune_dir, fingerprint, s.force)
             self._configure(study)
-            for number in studies.requeue_interrupted(study, storage):
+            for number in [] if s.job_index else studies.requeue_interrupted(study, storage):
                 print(f"rlengine: tune: trial {number} was interrupted last time; it is queued again")
+            others = jobs.start_jobs(s.argv, s.jobs) if s.jobs > 1 and not s.job_index else []
             try:
                 self._loop(study)
+                for note in jobs.wait_jobs(others):
+                    print(f"rlengine: warning: {note}", file=sys.stderr)
             except KeyboardInterrupt:  # Ctrl-C outside a trial's run (between trials, while building one)
                 raise self._interrupted(study, signal.SIGINT) from None
+            finally:
+                jobs.stop_jobs(others)  # after Ctrl-C or an error: each queues its trial again
             path = self._write_best(study, force=True)
         return TuneResult(study, self.tune_dir, path, time.perf_counter() - start)
 
@@ -142,7 +152,7 @@ class Tuner:
         not draw its first trials' values again."""
         s = self.settings
         study.sampler = optuna.samplers.TPESampler(n_startup_trials=s.startup_trials,
-                                                   seed=session_seed(self.seed, len(study.trials)))
+                                                   seed=session_seed(self.seed, len(study.trials), s.job_index))
         if isinstance(s.pruner, optuna.pruners.BasePruner):
             study.pruner = s.pruner
         elif s.pruner == "median":  # the first evaluations are noisy: judge a trial after a third of its budget
@@ -155,9 +165,13 @@ class Tuner:
 
     def _loop(self, study: optuna.Study) -> None:
         failures = 0
-        while (finished := studies.finished_count(study)) < self.settings.trials:
-            trial = study.ask()
-            state, reason = self._trial(study, trial, finished)
+        while True:
+            with jobs.asking(self.tune_dir):  # so --jobs processes together start no more than --trials
+                started = studies.finished_count(study) + studies.running_count(study)
+                if started >= self.settings.trials:
+                    return
+                trial = study.ask()
+            state, reason = self._trial(study, trial, started)
             failures = failures + 1 if state == FAIL else 0
             if failures >= MAX_FAILURES_IN_A_ROW:
                 raise RLEngineError(f"{failures} trials in a row failed, the last one with: {reason}; fix that, "
@@ -165,14 +179,16 @@ class Tuner:
             self._write_best(study)
             gc.collect()  # the previous run's TensorFlow objects, before the next one builds its own
 
-    def _trial(self, study: optuna.Study, trial: optuna.Trial, finished: int) -> tuple[str, str]:
+    def _trial(self, study: optuna.Study, trial: optuna.Trial, before: int) -> tuple[str, str]:
         """Run one asked trial and tell the study how it ended; ``(state, reason)``."""
         reporter = TrialReporter(trial)
         try:
             values = {p.key: p.suggest(trial) for p in self.params}
             overrides = [p.override(values[p.key]) for p in self.params]
             trial.set_user_attr("overrides", overrides)  # what best.toml applies, whatever --param says later
-            print(f"rlengine: tune: trial {trial.number} ({finished + 1} of {self.settings.trials}): "
+            if self.settings.jobs > 1 or self.settings.job_index:
+                trial.set_user_attr("job", self.settings.job_index)  # which of --jobs' processes trained it
+            print(f"rlengine: tune: trial {trial.number} ({before + 1} of {self.settings.trials}): "
                   f"{report.describe(values, self.params)}", flush=True)
             root = f"train.root_dir={toml_value(self.trial_dir(trial.number))}"
             outcome = run_trial(lambda r: self._engine([*self.base_overrides, *overrides, root], r), reporter,
@@ -214,8 +230,8 @@ class Tuner:
         return report.write_best(self.tune_dir, best, config, self.objective)
 
 
-def session_seed(seed: int, trials_so_far: int) -> int:
-    """The sampler's seed for a session starting after ``trials_so_far`` trials.
+def session_seed(seed: int, trials_so_far: int, job: int = 0) -> int:
+    """The sampler's seed for a session (``--jobs``: of its job ``job``) starting after ``trials_so_far`` trials.
 
     Mixed through NumPy's SeedSequence: Mersenne Twister seeds 0 and 3 draw
     nearly the same first numbers, so ``seed + trials_so_far`` would repeat
@@ -223,7 +239,7 @@ def session_seed(seed: int, trials_so_far: int) -> int:
     """
     import numpy as np
 
-    return int(np.random.SeedSequence([seed, trials_so_far]).generate_state(1)[0])
+    return int(np.random.SeedSequence([seed, trials_so_far, *([job] if job else [])]).generate_state(1)[0])
 
 
 def default_tune_dir(algorithm: str, env: str) -> str:

@@ -66,6 +66,9 @@ class RayTune(Command):
     def prepare(self, args: argparse.Namespace) -> None:
         if not ray_wanted(args):
             return
+        if args.jobs != 1:
+            raise ConfigError("--jobs runs trials in processes on this machine; with --ray, --concurrent N says how "
+                              "many train at a time")
         if args.concurrent < 1:
             raise ConfigError(f"--concurrent must be at least 1, got {args.concurrent}")
         try:

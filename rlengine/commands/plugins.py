@@ -1,4 +1,9 @@
-"""``rlengine plugins``: what is loaded, from which distribution, and what each plugin registers."""
+"""``rlengine plugins``: what is loaded, from which distribution, and what each plugin registers.
+
+``rlengine plugins --check`` runs the plugin contract checks on every installed plugin
+(:mod:`rlengine.commands.plugin_checks`) and measures what each adds to every command's start
+(:mod:`rlengine.commands.import_times`).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,9 @@ class ListPlugins(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--json", action="store_true", help="print a JSON array")
+        parser.add_argument("--check", action="store_true",
+                            help="check every installed plugin against its contracts and time its import: one "
+                                 "line per problem, exit status 1 when a contract is broken")
 
     def run(self, args: argparse.Namespace) -> int:
         plugins = getattr(args, "plugins", None)
@@ -22,6 +30,8 @@ class ListPlugins(Command):
             from rlengine.plugin.manager import build_plugins
 
             plugins = build_plugins(disabled=args.disable_plugin)
+        if args.check:
+            return check_plugins(plugins)
         rows = [{"name": i.name, "distribution": i.distribution, "version": i.version,
                  **plugins.registered_by(i.name)} for i in plugins.infos]
         if args.json:
@@ -37,6 +47,41 @@ class ListPlugins(Command):
             if args.debug:
                 print(failure.traceback, file=sys.stderr)
         return 1 if plugins.failures else 0
+
+
+def check_plugins(plugins) -> int:
+    """``rlengine plugins --check``: the import times on stdout, one line per problem on stderr; the status."""
+    from rlengine.commands import import_times
+    from rlengine.commands.plugin_checks import problems
+    from rlengine.quiet_tensorflow import import_tensorflow
+
+    times = import_times.measure()  # first: this process imports TensorFlow for the checks that follow
+    print_import_times(times)
+    import_tensorflow()  # quietly, and lean, before the plugins' classes import it
+    found = problems(plugins)
+    for problem in found:
+        print(f"rlengine: {'error' if problem.error else 'warning'}: {problem.line}", file=sys.stderr)
+    errors = sum(problem.error for problem in found)
+    print(f"{len(plugins.infos)} plugins checked: {errors} broken contract(s), {len(found) - errors} warning(s)")
+    return 1 if errors else 0
+
+
+def print_import_times(times: list) -> None:
+    """The import time each plugin adds to every command, then the slow ones named."""
+    from rlengine.commands.import_times import SLOW_SECONDS
+
+    width = max([len(t.name) for t in times] + [6])
+    print(f"{'plugin'.ljust(width)}  import (added to every rlengine command)")
+    for t in times:
+        figure = "could not be imported" if t.error else f"{t.seconds * 1000:.0f} ms"
+        print(f"{t.name.ljust(width)}  {figure}")
+    for t in times:
+        if t.slow:
+            brought = f", importing {', '.join(t.brought)}" if t.brought else ""
+            print(f"rlengine: warning: plugin {t.name!r} ({t.distribution}) is slow to import: it adds "
+                  f"{t.seconds:.2f} s to every rlengine command, --help included{brought} (slow: more than "
+                  f"{SLOW_SECONDS:g} s); import heavy packages inside the functions that need them, and register "
+                  "classes as 'module:Class' strings", file=sys.stderr)
 
 
 #: A kind with more names than this is shown as a count (``presets: 24``): ``--json`` lists every name.

@@ -1,0 +1,176 @@
+"""``rlengine plugins --check``: every installed plugin held to its contracts, one line per broken rule.
+
+Each case is a plugin of one installed distribution (``rlengine-broken``)
+that makes one honest mistake of issue 50; every line names the plugin, the
+distribution and the rule, and a broken contract makes the exit status 1.
+"""
+
+import argparse
+import os
+import textwrap
+
+import pytest
+
+from rlengine.commands.import_times import SLOW_SECONDS
+from rlengine.commands.plugins import ListPlugins
+from rlengine.plugin.manager import DISABLE_ENV, build_plugins
+
+HEAD = """
+from rlengine import hookimpl
+RLENGINE_API_VERSION = "1.0"
+"""
+#: The classes, in a module of their own that the registrations name as "module:Class" strings, as a plugin
+#: that keeps TensorFlow out of every command's start does.
+CLASSES = """
+import tensorflow as tf
+
+from rlengine.api.network import Encoder
+from rlengine.testing.graph_counting import GraphCountingEnv
+
+
+class Wide(Encoder):
+    def __init__(self, observation_spec, config=None, name="encoder"):
+        super().__init__(observation_spec, config, name)
+        self.output_size = 8
+        self.w = tf.Variable(tf.zeros([4, 5]))
+
+    def __call__(self, observation):
+        return tf.matmul(tf.cast(observation, tf.float32), self.w)
+
+
+class Lazy(Encoder):
+    def __init__(self, observation_spec, config=None, name="encoder"):
+        super().__init__(observation_spec, config, name)
+        self.output_size = 4
+        self.w = None
+
+    def __call__(self, observation):
+        if self.w is None:
+            self.w = tf.Variable(tf.zeros([4, 4]))
+        return tf.matmul(tf.cast(observation, tf.float32), self.w)
+
+
+class Float64Reward(GraphCountingEnv):
+    def reset(self, seed):
+        state, time_step = super().reset(seed)
+        return state, time_step._replace(reward=tf.cast(time_step.reward, tf.float64))
+"""
+
+BROKEN = {
+    # an encoder that returns another width than it declares (a raw matmul error inside DQN/SAC before)
+    "wrong-width": HEAD + """
+@hookimpl
+def rlengine_register_networks(register):
+    register("wrong_width", "rlengine_broken_classes:Wide")
+""",
+    # an encoder that makes its weights on first call (missing from a target network's copy before)
+    "lazy-weights": HEAD + """
+@hookimpl
+def rlengine_register_networks(register):
+    register("lazy_weights", "rlengine_broken_classes:Lazy")
+""",
+    # a command named like a first-party one (a command's class is imported by every command: here, not with
+    # TensorFlow's classes)
+    "clash": HEAD + """
+from rlengine.api.command import Command
+
+class Train(Command):
+    def run(self, args):
+        return 0
+
+@hookimpl
+def rlengine_register_commands(register):
+    register("train", Train)
+""",
+    # no RLENGINE_API_VERSION
+    "no-version": """
+from rlengine import hookimpl
+
+@hookimpl
+def rlengine_register_writers(register):
+    pass
+""",
+    # a registration naming a class its module does not have
+    "missing-class": HEAD + """
+@hookimpl
+def rlengine_register_pipelines(register):
+    register("missing", "rlengine.pipelines:NoSuchPipeline")
+""",
+    # a command module that takes its time at import (TensorFlow at its top does the same, for seconds)
+    "slow-import": HEAD + f"""
+import time
+time.sleep({SLOW_SECONDS + 0.2})
+from rlengine.api.command import Command
+
+class Slow(Command):
+    def run(self, args):
+        return 0
+
+@hookimpl
+def rlengine_register_commands(register):
+    register("slowcmd", Slow)
+""",
+    # a graph environment whose reset returns a float64 reward for a float32 spec
+    "float64-reward": HEAD + """
+@hookimpl
+def rlengine_register_graph_environments(register):
+    register("broken/Float64-v0", "rlengine_broken_classes:Float64Reward")
+""",
+}
+
+
+@pytest.fixture
+def broken_distribution(tmp_path, monkeypatch):
+    """``rlengine-broken 0.1`` installed on the path of this process and of the processes it starts."""
+    dist_info = tmp_path / "rlengine_broken-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: rlengine-broken\nVersion: 0.1\n")
+    lines = ["[rlengine]"]
+    for name, source in BROKEN.items():
+        module = "rlengine_broken_" + name.replace("-", "_")
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+        lines.append(f"{name} = {module}")
+    (dist_info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "rlengine_broken_classes.py").write_text(CLASSES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+
+
+def _check(capsys):
+    args = argparse.Namespace(plugins=build_plugins(), disable_plugin=[], check=True, json=False, debug=False)
+    status = ListPlugins().run(args)
+    out, err = capsys.readouterr()
+    return status, out, [line for line in err.splitlines() if line.startswith("rlengine: ")]
+
+
+def test_every_broken_contract_is_one_line_naming_the_plugin_its_distribution_and_the_rule(
+        broken_distribution, capsys):
+    status, out, lines = _check(capsys)
+
+    def line_of(plugin, *words):
+        found = [line for line in lines if f"plugin {plugin!r} (rlengine-broken 0.1)" in line
+                 and all(word in line for word in words)]
+        assert len(found) == 1, (plugin, words, lines)
+        return found[0]
+
+    assert status == 1
+    assert line_of("wrong-width", "encoder 'wrong_width'", "float32 [2, 5]", "declares float32 [2, 8]").startswith(
+        "rlengine: error: ")
+    assert line_of("lazy-weights", "encoder 'lazy_weights'", "variable(s) on its first call").startswith(
+        "rlengine: error: ")
+    assert line_of("clash", "command 'train'", "'builtin-commands'").startswith("rlengine: error: ")
+    assert line_of("no-version", "declares no RLENGINE_API_VERSION").startswith("rlengine: warning: ")
+    assert line_of("missing-class", "pipeline 'missing'", "cannot be imported").startswith("rlengine: error: ")
+    assert line_of("slow-import", "slow to import", f"more than {SLOW_SECONDS:g} s").startswith("rlengine: warning: ")
+    assert line_of("float64-reward", "'broken/Float64-v0'", "reward has dtype float64, expected float32").startswith(
+        "rlengine: error: ")
+    assert "slow-import" in out and "broken contract(s)" in out
+    assert not [line for line in lines if "slow to import" in line and "slow-import" not in line]
+
+
+def test_an_installation_without_broken_plugins_passes(capsys, monkeypatch):
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+    status, out, lines = _check(capsys)
+    assert [line for line in lines if line.startswith("rlengine: error: ")] == []
+    assert status == 0 and "0 broken contract(s)" in out

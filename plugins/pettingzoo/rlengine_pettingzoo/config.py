@@ -9,24 +9,20 @@ import attrs
 
 from rlengine import ConfigError
 
-__all__ = ["APIS", "PettingZooConfig", "section_of"]
+__all__ = ["APIS", "OPPONENTS", "PettingZooConfig", "section_of"]
 
 #: "auto": the module's Parallel API where it has one, else its AEC game turn by turn;
 #: "parallel": the Parallel API (an AEC-only game through PettingZoo's aec_to_parallel, where it allows it);
 #: "turns": the AEC game, the learner in one seat and the other seats played by the opponent.
 APIS = ("auto", "parallel", "turns")
 OPPONENTS = ("random",)
-#: Keys the plugin sets itself.
-RESERVED_MAKE_KWARGS = ("render_mode",)
 
 
 def _check_make_kwargs(_inst: Any, _attr: Any, value: Any) -> None:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ConfigError(f"[pettingzoo] make_kwargs must be a table of keyword arguments, got {value!r}")
-    reserved = sorted(set(RESERVED_MAKE_KWARGS) & set(value))
-    if reserved:
-        raise ConfigError(f"[pettingzoo] make_kwargs must not set {reserved[0]!r}: use the [pettingzoo] key of "
-                          f"that name")
+    # render_mode has a key of its own: the engine sets it for rlengine play --record
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value) or "render_mode" in value:
+        raise ConfigError(f"[pettingzoo] make_kwargs must be a table of keyword arguments other than render_mode "
+                          f"(a [pettingzoo] key of its own), got {value!r}")
 
 
 def _one_of(choices: tuple) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from rlengine.api.command import Command
+from rlengine import Command
 
 
 class Collect(Command):

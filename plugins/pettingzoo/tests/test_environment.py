@@ -135,3 +135,8 @@ def test_a_game_without_a_state_joins_its_agents_observations(monkeypatch):
     np.testing.assert_array_equal(steps[0]["global_state"][2], [1, 1, 0, 1, 1, 1, 1, 2])
     assert not steps[2]["global_state"][0].any()  # the quitter's finished row: zeros
     np.testing.assert_array_equal(steps[2]["global_state"][2], [0, 0, 0, 3, 1, 3, 1, 2])  # it left: zeros in its place
+
+
+def test_a_turn_based_game_that_cannot_be_parallel_is_refused_with_the_fix():
+    with pytest.raises(ConfigError, match=r"connect_four_v3' is turn-based.*api = \"turns\""):
+        PettingZooEnvironment("pettingzoo/classic.connect_four_v3", 2, seed=0, config={"api": "parallel"})

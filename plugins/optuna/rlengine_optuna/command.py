@@ -7,6 +7,7 @@ neither Optuna nor TensorFlow: :meth:`Tune.run` imports the tuner.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Sequence
@@ -49,7 +50,6 @@ class Tune(Command):
         p.add_argument("--jobs", type=int, default=1, metavar="N",
                        help="trials training at a time on this machine, each in its own process, all asking one "
                             "study (default 1)")
-        p.add_argument("--job-index", type=int, default=0, help=argparse.SUPPRESS)  # set by --jobs for its others
         p.add_argument("--force", action="store_true",
                        help="continue --tune-dir even though its study was made with other --param's or config")
 
@@ -68,7 +68,7 @@ class Tune(Command):
             params=args.param, config=args.config, overrides=overrides, trials=args.trials,
             tune_dir=args.tune_dir or "", seed=args.seed, last_evals=args.last_evals, pruner=args.pruner,
             startup_trials=args.startup_trials, force=args.force, disabled_plugins=tuple(args.disable_plugin),
-            plugins=getattr(args, "plugins", None), jobs=args.jobs, job_index=args.job_index,
+            plugins=getattr(args, "plugins", None), jobs=args.jobs, job_index=job_index(),
             argv=tuple(getattr(args, "argv", None) or ()))
         tuner = Tuner(settings)
         runner = getattr(args, "tune_runner", None)  # set by a command extending tune: the ray plugin's --ray
@@ -77,15 +77,21 @@ class Tune(Command):
         try:
             result = tuner.run()
         except TuneInterrupted as exc:
-            if args.job_index:  # one of --jobs' processes: the tune process says it
+            if job_index():  # one of --jobs' processes: the tune process says it
                 return 128 + exc.signal_number
             print(f"rlengine: {exc}; resume with: {resume_command(getattr(args, 'argv', None), exc.tune_dir)}",
                   file=sys.stderr, flush=True)
             return 128 + exc.signal_number
-        if not args.job_index:
+        if not job_index():
             print()
             print_summary(result, tuner.params, tuner.objective)
         return 0
+
+
+def job_index() -> int:
+    """Which of ``--jobs``' processes this is: 0, the tune process, unless it started this one
+    (:mod:`rlengine_optuna.jobs` sets the variable)."""
+    return int(os.environ.get("RLENGINE_TUNE_JOB", "0") or 0)
 
 
 def resume_command(argv: Sequence[str] | None, tune_dir: str) -> str:

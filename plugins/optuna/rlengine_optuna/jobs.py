@@ -2,8 +2,8 @@
 
 The tune process (job 0) holds the tune dir (``tune.lock``), repairs the
 journal and queues the trials an earlier session left running; then it
-starts jobs 1..N-1, the same ``rlengine tune`` command with ``--job-index
-K``, and trains trials itself. Every job asks trials of, and tells results
+starts jobs 1..N-1, the same ``rlengine tune`` command without ``--jobs``
+and with ``RLENGINE_TUNE_JOB=K`` in its environment, and trains trials itself. Every job asks trials of, and tells results
 to, the one study in ``study.log``: Optuna's journal file takes writers from
 several processes (each append holds its lock file). Asking is serialised by
 ``ask.lock`` so the jobs together start no more than ``--trials`` trials.
@@ -28,12 +28,12 @@ import sys
 from typing import Iterator, Sequence
 
 ASK_LOCK = "ask.lock"
-INDEX_FLAG = "--job-index"
+INDEX_VARIABLE = "RLENGINE_TUNE_JOB"  # read by rlengine_optuna.command.job_index
 _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
-def job_argv(argv: Sequence[str], index: int) -> list:
-    """The ``rlengine`` words of job ``index``: the tune's own, without ``--jobs``, with ``--job-index``."""
+def job_argv(argv: Sequence[str]) -> list:
+    """The ``rlengine`` words of the other jobs: the tune's own, without ``--jobs``."""
     words, skip = [], False
     for word in argv:
         if skip:
@@ -42,7 +42,7 @@ def job_argv(argv: Sequence[str], index: int) -> list:
             skip = True
         elif not word.startswith("--jobs="):
             words.append(word)
-    return [*words, INDEX_FLAG, str(index)]
+    return words
 
 
 def start_jobs(argv: Sequence[str], jobs: int) -> list:
@@ -51,8 +51,10 @@ def start_jobs(argv: Sequence[str], jobs: int) -> list:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
         env.setdefault(name, threads)
-    return [subprocess.Popen([sys.executable, "-m", "rlengine.cli", *job_argv(argv, index)], env=env,
-                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_tune if sys.platform == "linux" else None)
+    die_with_tune = _die_with_tune if sys.platform == "linux" else None
+    return [subprocess.Popen([sys.executable, "-m", "rlengine.cli", *job_argv(argv)],
+                             env={**env, INDEX_VARIABLE: str(index)}, stdin=subprocess.DEVNULL,
+                             start_new_session=True, preexec_fn=die_with_tune)
             for index in range(1, jobs)]
 
 

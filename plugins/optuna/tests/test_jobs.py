@@ -9,10 +9,9 @@ from rlengine_optuna.study import STUDY_NAME, open_storage
 from rlengine import cli
 
 
-def test_the_other_jobs_run_the_same_command_without_jobs_and_with_their_index():
+def test_the_other_jobs_run_the_same_command_without_jobs():
     argv = ["--debug", "tune", "--jobs", "3", "--param", "ppo.gamma=float:0.9:0.99", "--jobs=3", "--trials", "4"]
-    assert job_argv(argv, 2) == ["--debug", "tune", "--param", "ppo.gamma=float:0.9:0.99", "--trials", "4",
-                                 "--job-index", "2"]
+    assert job_argv(argv) == ["--debug", "tune", "--param", "ppo.gamma=float:0.9:0.99", "--trials", "4"]
 
 
 def test_jobs_below_one_is_one_line(capsys, tmp_path):

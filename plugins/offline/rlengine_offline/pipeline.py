@@ -52,22 +52,21 @@ class OfflinePipeline(Pipeline):
                               "observations as they are; leave train.transformers empty")
         self.dataset = open_dataset(train.dataset)
         check_spaces(self.dataset, specs.raw_time_step.observation, specs.action, train.env)
-        algorithm = context.algorithm
-        self.rows_spec = kept_in_replay(specs.experience, algorithm)
-        rows = self.dataset.total_steps + self.dataset.total_episodes
-        self.replay = ReplayBuffer(self.rows_spec, 1, max(rows, algorithm.mini_batch_length),
-                                   sequence_length=algorithm.mini_batch_length, name="dataset")
-        # the learner samples whatever replay it holds: here the dataset's (the core makes one only for
-        # algorithms that collect off-policy)
-        context.learner.replay = self.replay
+        self.rows_spec = kept_in_replay(specs.experience, context.algorithm)
         self.learner = context.learner
+        self.replay: Any = None  # made by start(): a run built to evaluate (rlengine eval, play) loads no rows
         self.updates = tf.constant(config.updates_per_iteration)
         self.no_rows = zeros_from_spec(specs.experience, [1, train.num_envs])  # the trainer's episode stats: none
 
     def start(self) -> None:
-        self.replay.clear()
+        length = self.context.algorithm.mini_batch_length
+        rows = self.dataset.total_steps + self.dataset.total_episodes
+        self.replay = ReplayBuffer(self.rows_spec, 1, max(rows, length), sequence_length=length, name="dataset")
         for chunk in dataset_chunks(self.dataset, self.rows_spec):
             self.replay.add(chunk)
+        # the learner samples whatever replay it holds: here the dataset's (the core makes one only for
+        # algorithms that collect off-policy)
+        self.learner.replay = self.replay
 
     def resume(self, state: bytes) -> bool:
         self.start()

@@ -73,6 +73,9 @@ class TrainConfig:
     # empty: TensorFlow's choice. Environments and the replay buffer stay in host memory whatever it says
     device: str = ""
     actor_device: str = ""  # where the acting policy runs ("/CPU:0": the host); empty: where the learner runs
+    # two or more devices (["/GPU:0", "/GPU:1"]): the algorithm's variables are mirrored on each, every minibatch
+    # is split over them and the gradients averaged (docs/configuration.md#several-learner-devices); empty: train.device
+    learner_devices: list = attrs.field(factory=list)
     # threads TensorFlow may split one op over: "auto" is 1 for vector observations (small networks: 1.2x the
     # updates/s: benchmarks/intra_op_threads.py) and one per core for images (convolutions); 0: TensorFlow's choice (docs/configuration.md#threads)
     intra_op_threads: Union[int, str] = attrs.field(default="auto", validator=_auto_or_non_negative)

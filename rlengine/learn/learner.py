@@ -53,6 +53,7 @@ from rlengine.learn.loss_totals import LossTotals
 from rlengine.learn.minibatches import minibatch_layout, minibatch_picker, swap_leading
 from rlengine.learn.nonfinite import FiniteCheck, all_finite
 from rlengine.learn.replay.buffer import kept_in_replay, rows_to_store
+from rlengine.learn.replicas import Replicas
 from rlengine.learn.reward_scale import RewardScale
 
 #: the summary key of the run's count of updates the NaN guard skipped
@@ -63,7 +64,8 @@ class Learner:
     """Runs the updates of one algorithm."""
 
     def __init__(self, algorithm: Algorithm, specs: RunSpecs, converters: Converters, replay: Any = None,
-                 reward_scale: Optional[RewardScale] = None, device: str = "", jit_compile: bool = False):
+                 reward_scale: Optional[RewardScale] = None, device: str = "", jit_compile: bool = False,
+                 replicas: Optional[Replicas] = None):
         self.algorithm = algorithm
         self.specs = specs
         self.converters = converters
@@ -71,6 +73,7 @@ class Learner:
         self.reward_scale = reward_scale
         self.device = device  # train.device: every update's ops are placed there (the buffer stays on the host)
         self.jit_compile = jit_compile  # train.jit_compile: each update's loss and gradients compiled by XLA
+        self.replicas = replicas  # train.learner_devices: each update's minibatch split over them
         self.skipped_updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
         # the NaN guard: updates skipped in a row, and what was not finite in the newest one
         self.nonfinite_streak = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_streak")
@@ -103,9 +106,12 @@ class Learner:
         num_epochs = self.algorithm.num_epochs
         pick = minibatch_picker(flat, num_epochs, num_rows, size, num_minibatches)
 
+        def prepare(params: Nest) -> tuple:
+            return self._info_fn(params, spec, recurrent), None
+
         def update(u, totals):  # the epochs' minibatches in one loop: a nested loop costs more per update
             params = tf.nest.pack_sequence_as(params_spec(spec), pick(u))
-            return u + 1, self.totals.add(totals, self._update(self._info_fn(params, spec, recurrent)))
+            return u + 1, self.totals.add(totals, self._update(prepare, params))
 
         num_updates = num_epochs * num_minibatches
         _, totals = tf.while_loop(lambda u, _: u < num_updates, update, (tf.constant(0), self.totals.zeros()),
@@ -133,21 +139,8 @@ class Learner:
 
         def one_update(i, totals):
             sample = self.replay.sample(algorithm.mini_batch_size, algorithm.priority_beta)
-            experience = tf.nest.map_structure(swap_leading, sample.experience)  # [L, B]
-            if algorithm.needs_time_dimension:  # its train loop carries the state, so its rows must have one
-                experience = self._with_state(experience)
-            if self.reward_scale is not None:  # the buffer's rewards are raw: scaled as of now
-                experience = self.reward_scale.scaled(experience)
-            batch = algorithm.preprocess_experience(self._with_distributions(experience))
             weight = sample.weights if algorithm.prioritized_replay else None
-            if algorithm.needs_time_dimension:
-                spec = self.converters.spec_of(batch, outer_dims=2)
-                params = tf.nest.map_structure(swap_leading, self.converters.to_params(batch))
-                info_fn = self._info_fn(params, spec, recurrent=True)
-            else:
-                def info_fn():
-                    return algorithm.train_step(batch, ()).info
-            loss = self._update(info_fn, weight)
+            loss = self._update(self._prepare_replayed, (sample.experience, weight))
             if algorithm.prioritized_replay:
                 self._update_finite_priorities(sample.indices, loss.priority)
             return i + 1, self.totals.add(totals, loss)
@@ -155,6 +148,25 @@ class Learner:
         _, totals = tf.while_loop(lambda i, _: i < num_updates, one_update,
                                   (tf.constant(0), self.totals.zeros()), parallel_iterations=1)
         return self._with_counts(self.totals.averages(totals, num_updates))
+
+    def _prepare_replayed(self, sampled: tuple) -> tuple:
+        """Sampled ``[B, L]`` sequences and their weights, made ready for the tape: ``(info_fn, weight)``."""
+        sequences, weight = sampled
+        algorithm = self.algorithm
+        experience = tf.nest.map_structure(swap_leading, sequences)  # [L, B]
+        if algorithm.needs_time_dimension:  # its train loop carries the state, so its rows must have one
+            experience = self._with_state(experience)
+        if self.reward_scale is not None:  # the buffer's rewards are raw: scaled as of now
+            experience = self.reward_scale.scaled(experience)
+        batch = algorithm.preprocess_experience(self._with_distributions(experience))
+        if algorithm.needs_time_dimension:
+            spec = self.converters.spec_of(batch, outer_dims=2)
+            params = tf.nest.map_structure(swap_leading, self.converters.to_params(batch))
+            return self._info_fn(params, spec, recurrent=True), weight
+
+        def info_fn():
+            return algorithm.train_step(batch, ()).info
+        return info_fn, weight
 
     def _with_state(self, batch: Any) -> Any:
         """Replayed ``[L, B]`` rows with a ``state`` field as the specs have it: replay keeps no policy state
@@ -187,9 +199,15 @@ class Learner:
         tf.cond(all_finite([priorities]), update, lambda: tf.constant(False))
 
     # -- one update ----------------------------------------------------------------
-    def _update(self, info_fn: Callable[[], Nest], weight: Optional[Any] = None) -> LossInfo:
-        """One gradient step: ``info_fn`` runs under the tape, ``train_complete`` makes the loss."""
-        loss_info, grads_and_vars = self._gradients(info_fn, weight)
+    def _update(self, prepare: Callable[[Any], tuple], data: Any) -> LossInfo:
+        """One gradient step on ``data`` (rows first): ``prepare(data)`` gives ``(info_fn, weight)`` before
+        the tape, ``info_fn`` runs under it, ``train_complete`` makes the loss. With replicas each device
+        prepares and differentiates its shard of the rows, and the gradients are averaged."""
+        if self.replicas is None:
+            loss_info, grads_and_vars = self._gradients(*prepare(data))
+        else:
+            loss_info, grads_and_vars = self.replicas.loss_and_gradients(
+                lambda shard: self._gradients(*prepare(shard)), data)
         check = FiniteCheck(loss_info, grads_and_vars)
 
         def apply():

@@ -27,6 +27,7 @@ from rlengine.errors import ConfigError, PluginError
 from rlengine.learn.learner import Learner
 from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
 from rlengine.learn.replay.frames import replay_frame_stacks
+from rlengine.learn.replicas import learner_replicas, learner_scope
 from rlengine.learn.reward_scale import RewardScale
 from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
@@ -178,9 +179,11 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
 
 
 def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers: bool = True,
-                     evaluation: Optional[bool] = None) -> Components:
+                     evaluation: Optional[bool] = None, training: bool = True) -> Components:
     """The run's parts; evaluation copies and the evaluator only with ``evaluation`` (default: when the run
-    evaluates, ``train.eval_interval`` > 0), since an env like Atari's takes seconds to make."""
+    evaluates, ``train.eval_interval`` > 0), since an env like Atari's takes seconds to make. Without
+    ``training`` (eval, play, export) the learner has one device whatever ``train.learner_devices`` says:
+    a run trained on several evaluates where they are absent."""
     cfg, reg = config.train, plugins.registries
     if evaluation is None:
         evaluation = cfg.eval_interval > 0
@@ -200,7 +203,8 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
         start_runtime(cfg.intra_op_threads, raw_spec.observation)  # the first op: the pools are fixed from here
         device = checked_device("train.device", cfg.device)
         checked_device("train.actor_device", cfg.actor_device)
-        with on_device(device):  # the algorithm's variables, optimizer slots and statistics: the learner's
+        replicas = learner_replicas(cfg) if training else None
+        with learner_scope(device, replicas):  # the algorithm's variables, optimizer slots and statistics
             chain, algorithm = build_acting(config, plugins, raw_spec, env.action_spec())
             converters = Converters(reg.distributions)
             check_nest(f"environment {env_name!r}", "reset() time step", raw_spec, first_time_step(env))
@@ -212,7 +216,7 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
             replay = None  # a pipeline that reads a dataset samples from it, not from collected rows
             if algorithm.off_policy and not cls.reads_datasets:
                 replay = make_replay_buffer(config, algorithm, specs, stacked_frames(env))
-        learner = Learner(algorithm, specs, converters, replay, reward_scale, device, cfg.jit_compile)
+        learner = Learner(algorithm, specs, converters, replay, reward_scale, device, cfg.jit_compile, replicas)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, replay, envs,
                                   lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
                                   _collector_recipes(config, plugins))

@@ -181,7 +181,8 @@ class Engine:
                                 "'rlengine train' wrote")
         chosen = checked_choice(cfg.root_dir, checkpoint)  # before building anything
         seed_everything(cfg.seed)
-        components = build_components(self.config, self.plugins, cfg.root_dir, writers=False, evaluation=True)
+        components = build_components(self.config, self.plugins, cfg.root_dir, writers=False, evaluation=True,
+                                      training=False)
         try:
             saved = tf.train.Checkpoint(algorithm=components.algorithm, transformers=components.chain)
             self._restored_checkpoint: Optional[str] = restore_choice(

@@ -16,6 +16,7 @@ from rlengine.api.data import Experience, LossInfo, Nest, StepType, TimeStep, ze
 from rlengine.api.specs import RunSpecs, check_nest
 from rlengine.collect.converters import Converters, params_spec, tensor_spec
 from rlengine.collect.transformers import TransformerChain
+from rlengine.learn.replicas import in_replica_context
 
 DUMMY_BATCH = 2
 
@@ -44,7 +45,7 @@ def prepare_specs(
     rollout_info = converters.spec_of(policy_step.info)
     time_step_spec: TimeStep = tf.nest.map_structure(tensor_spec, time_step)
     experience = Experience(*time_step_spec, action_spec, params_spec(rollout_info), algorithm.state_spec)
-    train_info, loss = _dummy_train(algorithm, experience, rollout_info, converters)
+    train_info, loss = in_replica_context(lambda: _dummy_train(algorithm, experience, rollout_info, converters))
     return RunSpecs(raw_time_step_spec, time_step_spec, action_spec, algorithm.state_spec,
                     chain.state_spec, rollout_info, experience, train_info, loss)
 

@@ -234,22 +234,15 @@ class AsyncPipeline(Pipeline):
     def _receive_and_train(self, handle: Any) -> tuple:
         """Store, then ``num_updates_per_iteration`` updates (0: one per env step of the unroll)."""
         unroll, lag, waited = self._receive_and_store(handle)
-        num_updates = self.schedule.updates(self.unroll_length * tf.shape(unroll.experience.step_type)[1])
-        structure = self.learner.train_from_replay.get_concrete_function(
-            tf.TensorSpec([], tf.int32)).structured_outputs
-
-        def train():
-            losses = self.learner.train_from_replay(num_updates)
-            with tf.control_dependencies(tf.nest.flatten(losses)):
-                bumped = self.policy_version.assign_add(1)
-            with tf.control_dependencies([bumped]):
-                return tf.constant(True), tf.nest.map_structure(tf.identity, losses)
-
-        def skip():
-            return tf.constant(False), tf.nest.map_structure(lambda t: tf.zeros(t.shape, t.dtype), structure)
-
-        trained, losses = tf.cond(unroll.broken, skip, train)  # a broken unroll trains nothing, as in sync
-        return (unroll, lag, waited), trained, losses
+        trained = tf.logical_not(unroll.broken)  # a broken unroll trains nothing, as in sync
+        num_updates = tf.where(trained, self.schedule.updates(
+            self.unroll_length * tf.shape(unroll.experience.step_type)[1]), 0)
+        # no tf.cond around the updates: a mirrored learner (train.learner_devices) cannot run in a branch
+        losses = self.learner.train_from_replay(num_updates)
+        with tf.control_dependencies(tf.nest.flatten(losses)):
+            bumped = self.policy_version.assign_add(tf.cast(trained, tf.int64))
+        with tf.control_dependencies([bumped]):
+            return (unroll, lag, waited), tf.identity(trained), tf.nest.map_structure(tf.identity, losses)
 
     def _store(self, unroll: Unroll) -> Any:
         """Rows in time order, flattened; row 0 only the first time (later it repeats a stored row)."""

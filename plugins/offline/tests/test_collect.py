@@ -53,7 +53,7 @@ def test_a_runs_greedy_policy_is_recorded_with_its_return_as_the_expert_referenc
     from rlengine_offline.datasets import open_dataset
 
     dataset = open_dataset("test/bc-v0")
-    policy = rlengine.load(str(root), "best")
+    policy = rlengine.load(str(root), "best", backend="tensorflow")  # no background conversion
     returns = []
     for episode in dataset.iterate_episodes():
         greedy = [policy.predict(observation)[0] for observation in episode.observations[:-1]]

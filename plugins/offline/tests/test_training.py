@@ -92,23 +92,35 @@ def pendulum_controller(observation):
     return np.clip([-3.0 * observation[1] - observation[2]], -2.0, 2.0).astype(np.float32)
 
 
+def clone_error(record, plugins, root_dir, algorithm, section):
+    """Train ``algorithm`` (its ``section``) for 2000 updates on 8 episodes of :func:`pendulum_controller`;
+    ``(the last training row, the mean absolute error of its greedy actions on the dataset's observations)``."""
+    dataset = record("pendulum/controller-v0", "Pendulum-v1", 8, pendulum_controller)
+    raw = {"train": dict(algorithm=algorithm, dataset="pendulum/controller-v0", num_env_steps=2000,
+                         eval_interval=0, writers=["memory"], root_dir=str(root_dir)),
+           "offline": {"updates_per_iteration": 1000}, algorithm: section}
+    engine = rlengine.Engine(raw, extra_plugins=plugins)
+    assert engine.config.train.env == "Pendulum-v1"
+    engine.train()
+    policy = rlengine.load(str(root_dir), backend="tensorflow", extra_plugins=plugins)  # no background conversion
+    observations = np.concatenate([episode.observations for episode in dataset.iterate_episodes()])
+    expected = np.stack([pendulum_controller(o) for o in observations])
+    return MemoryWriter.last.rows[-1], np.abs(policy.predict(observations)[0] - expected).mean()
+
+
+@pytest.mark.thorough  # 2000 updates
+@pytest.mark.parametrize("loss", ["mse", "gaussian"])
+def test_bc_clones_continuous_actions(record, offline_plugins, tmp_path, loss):
+    row, error = clone_error(record, offline_plugins, tmp_path / "run", "bc", {"loss": loss})
+    assert np.isfinite(row["loss/bc"]) and "diagnostics/accuracy" not in row
+    assert error < 0.15, error
+
+
 @pytest.mark.thorough  # 2000 TD3 updates
 @pytest.mark.parametrize("alpha", [0.0, 2.5])
 def test_td3_bc_with_alpha_zero_clones_the_datasets_actions(record, offline_plugins, tmp_path, alpha):
     """alpha = 0 leaves only the behaviour-cloning term of the actor's loss; the paper's 2.5 adds the critic's
     pull but stays near the data."""
-    dataset = record("pendulum/controller-v0", "Pendulum-v1", 8, pendulum_controller)
-    raw = {"train": dict(algorithm="td3_bc", dataset="pendulum/controller-v0", num_env_steps=2000,
-                         eval_interval=0, writers=["memory"], root_dir=str(tmp_path / "run")),
-           "offline": {"updates_per_iteration": 1000}, "td3_bc": {"alpha": alpha}}
-    engine = rlengine.Engine(raw, extra_plugins=offline_plugins)
-    assert engine.config.train.env == "Pendulum-v1"
-    engine.train()
-    row = MemoryWriter.last.rows[-1]
+    row, error = clone_error(record, offline_plugins, tmp_path / "run", "td3_bc", {"alpha": alpha})
     assert np.isfinite(row["loss/critic"]) and np.isfinite(row["loss/actor"])
-    policy = rlengine.load(str(tmp_path / "run"), extra_plugins=offline_plugins)
-    observations = np.concatenate([episode.observations for episode in dataset.iterate_episodes()])
-    actions = policy.predict(observations)[0]
-    expected = np.stack([pendulum_controller(o) for o in observations])
-    error = np.abs(actions - expected).mean()
     assert error < (0.15 if alpha == 0 else 0.5), error

@@ -127,6 +127,14 @@ class NumberedSearch(OptunaSearch):
             values[NUMBER] = self._ot_trials[trial_id].number
         return values
 
+    def on_trial_complete(self, trial_id: str, result: Optional[dict] = None, error: bool = False) -> None:
+        """Also the env steps and seconds the local tune's table shows."""
+        if result and trial_id in self._ot_trials:
+            trial = self._ot_trials[trial_id]
+            trial.set_user_attr("env_steps", result.get("env_steps"))
+            trial.set_user_attr("seconds", round(float(result.get("time_total_s") or 0.0), 2))
+        super().on_trial_complete(trial_id, result, error)
+
 
 def _tuner(tuner: Any, tune_dir: str, storage: Any, cpus: float, gpus: float, concurrent: int) -> tune.Tuner:
     """A new Ray Tune experiment in ``tune_dir/ray``, or the one a driver that died left there."""

@@ -61,6 +61,19 @@ def test_resume_continues_the_counters_and_the_summaries(tmp_path):
     assert [r["env_steps"] for r in MemoryWriter.last.rows] == [32, 40, 48, 56, 64]
 
 
+def test_an_async_run_resumes_its_counters_and_summaries_from_its_checkpoint(tmp_path):
+    """docs/resume.md, Async pipeline: a correct continuation from the checkpoint (not an exact one)."""
+    config = tiny_config(str(tmp_path), checkpoint_interval=1, num_env_steps=64, eval_interval=0, pipeline="async")
+    config["async"] = {"num_env_threads": 2, "num_actor_threads": 1}
+    watch = Watch()
+    result = _interrupted_then_resumed(config, 3, watch)
+
+    per_iteration = result.env_steps // result.iterations  # an iteration is one batch of an env thread
+    assert result.env_steps == 64
+    assert watch.iterations == [(i, per_iteration * i) for i in range(4, result.iterations + 1)]  # from iteration 3
+    assert [r["env_steps"] for r in MemoryWriter.last.rows] == [step for _, step in watch.iterations]
+
+
 def _rows_in_time_order(buffer):
     per_env = buffer.rows_per_env
     heads = buffer._head.numpy()

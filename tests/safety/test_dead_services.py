@@ -158,3 +158,56 @@ def test_wandb_online_without_a_key_or_a_server_is_one_line_at_start(tmp_path, m
     assert _refused(root, "wandb", {"mode": "online"}) == (
         f"the wandb writer cannot reach {server} (WANDB_BASE_URL): nothing listens there (connection refused): "
         "check the network, or set wandb.mode = \"offline\" (then 'wandb sync'); nothing was trained")
+
+
+class AnsweringServer:
+    """Answers every request with ``status`` and an empty body."""
+
+    def __init__(self, status: int):
+        import http.server
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):  # the test's output stays the engine's
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.uri = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_server_that_refuses_the_credentials_refuses_the_run_at_start(tmp_path, status):
+    server = AnsweringServer(status)
+    try:
+        message = _refused(trained_toy_run(tmp_path), "mlflow", {"tracking_uri": server.uri})
+    finally:
+        server.close()
+    assert message.startswith(f"the mlflow writer cannot reach {server.uri} (mlflow.tracking_uri): it refuses the "
+                              f"credentials (HTTP {status})")
+
+
+def test_wandb_init_is_bounded_unless_the_user_bounded_it(monkeypatch):
+    pytest.importorskip("wandb")
+    from rlengine_writers.services import check_wandb_online
+
+    server = AnsweringServer(200)
+    monkeypatch.setenv("WANDB_BASE_URL", server.uri)
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    monkeypatch.delenv("WANDB_INIT_TIMEOUT", raising=False)
+    try:
+        check_wandb_online("online")
+        assert os.environ["WANDB_INIT_TIMEOUT"] == "30"  # W&B's own default: 90 s
+        monkeypatch.setenv("WANDB_INIT_TIMEOUT", "7")
+        check_wandb_online("online")
+        assert os.environ["WANDB_INIT_TIMEOUT"] == "7"
+    finally:
+        server.close()

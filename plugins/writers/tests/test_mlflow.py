@@ -151,3 +151,56 @@ def test_a_store_the_sender_thread_cannot_open_stops_the_run_with_one_line(tmp_p
     assert message.startswith(f"the mlflow writer cannot log to {store}: MlflowException: The filesystem tracking "
                               "backend") and message.endswith("(check mlflow.tracking_uri or MLFLOW_TRACKING_URI)")
     assert "\n" not in message
+
+
+def test_an_interrupted_run_is_killed_and_a_failed_one_failed():
+    from rlengine_writers.mlflow_run import status_of
+
+    assert status_of(None) == "FINISHED"
+    assert status_of(rlengine.TrainingInterrupted(15, "runs/x", "runs/x/checkpoints/ckpt-2")) == "KILLED"  # SIGTERM
+    assert status_of(KeyboardInterrupt()) == "KILLED"  # a second Ctrl-C
+    assert status_of(RuntimeError("boom")) == "FAILED"
+
+
+def test_a_run_resumed_with_another_config_keeps_the_first_params_with_one_warning(tmp_path, store, capsys):
+    root = tmp_path / "run"
+    with pytest.raises(rlengine.PluginError, match="stop at iteration 1"):  # checkpointed, to be resumed
+        _engine(_raw(root, store, num_env_steps=16, disabled_callbacks=["mlflow-policy"]), ("fail", FailAt(1))).train()
+    capsys.readouterr()
+    raw = _raw(root, store, num_env_steps=16, disabled_callbacks=["mlflow-policy"], eval_interval=1)
+    plugins = build_plugins(load_entry_points=False, extra_plugins=[
+        ("testing", testing_plugin()), ("writers", rlengine_writers.plugin)])
+    rlengine.Engine(raw, plugins=plugins, force=True).train()
+
+    client, run = _run_of(root, store)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "keeps the first values" in line]
+    assert lines == [f"rlengine: warning: mlflow: MLflow run {run.info.run_id} keeps the first values of params "
+                     "changed since (train.eval_interval); config.toml in its artifacts is the new config"]
+    assert run.data.params["train.eval_interval"] == "2"  # tiny_config's, logged first
+    logged = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="config.toml",
+                                                 dst_path=str(tmp_path / "download"), tracking_uri=store)
+    with open(logged) as f:
+        assert "eval_interval = 1" in f.read()
+
+
+def test_without_rlengine_tools_the_policy_is_not_logged_and_that_is_said_once(monkeypatch, capsys):
+    from rlengine_writers import mlflow_policy
+
+    monkeypatch.setitem(sys.modules, "rlengine_tools.export", None)  # as if rlengine-tools were not installed
+    monkeypatch.setattr(mlflow_policy, "_said_no_tools", False)
+    callback = mlflow_policy.MlflowPolicy(mlflow_policy.MlflowPolicyConfig())
+    callback._log_policy("runs/x", mlflow_run=None)
+    callback._log_policy("runs/y", mlflow_run=None)
+
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "the policy is not logged as an artifact: exporting it needs rlengine-tools" in lines[0]
+
+
+def test_without_a_tracking_uri_the_run_lands_in_mlflow_db_of_the_working_directory(tmp_path):
+    root = tmp_path / "run"  # the working directory is tmp_path (_quiet_mlflow), MLFLOW_TRACKING_URI unset
+    raw = _raw(root, num_env_steps=8, disabled_callbacks=["mlflow-policy"])
+    raw["mlflow"].pop("experiment_name")
+    _engine(raw).train()
+
+    client, run = _run_of(root, f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert run.info.status == "FINISHED" and run.data.tags["rlengine.root_dir"] == str(root)

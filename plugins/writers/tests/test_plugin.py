@@ -31,3 +31,11 @@ def test_hook_is_marked_and_entry_point_declared():
     assert hasattr(plugin.rlengine_register_callbacks, "rlengine_impl")
     points = metadata.entry_points(group="rlengine")
     assert any(p.name == "writers" and p.value == "rlengine_writers.plugin" for p in points)
+
+
+def test_each_tracker_is_an_extra_and_mlflows_is_its_client_alone():
+    requires = metadata.requires("rlengine-writers") or []
+    extra = {name: sorted(r.split(";")[0].strip() for r in requires if f'extra == "{name}"' in r)
+             for name in ("mlflow", "wandb")}
+    assert extra == {"mlflow": ["alembic>=1.12", "mlflow-skinny>=3.1", "sqlalchemy>=2.0"], "wandb": ["wandb>=0.20"]}
+    assert not [r for r in requires if "extra ==" not in r and ("mlflow" in r or "wandb" in r)]  # nobody else pays

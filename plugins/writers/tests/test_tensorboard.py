@@ -71,3 +71,22 @@ def test_no_event_file_before_the_first_row(tmp_path):
     assert os.listdir(tmp_path) == []
     with pytest.raises(ValueError, match="closed"):
         writer.write({"iteration": 1, "env_steps": 8, "wall_time": 0.0})
+
+
+def test_a_resumed_run_continues_at_its_env_steps_in_a_new_event_file_and_the_old_one_stays(tmp_path):
+    def rows(writer, *steps):
+        for step in steps:
+            writer.write({"iteration": step // 8, "env_steps": step, "wall_time": 0.0, "loss/total": float(step)})
+        writer.close()
+
+    rows(TensorBoardWriter(str(tmp_path), TensorBoardConfig()), 8, 16, 24)  # killed after its checkpoint at 16
+    killed = glob.glob(str(tmp_path / "tensorboard" / "events.out.tfevents.*"))
+    resumed = TensorBoardWriter(str(tmp_path), TensorBoardConfig())
+    resumed.resume_from(16)
+    rows(resumed, 24, 32)
+
+    files = sorted(glob.glob(str(tmp_path / "tensorboard" / "events.out.tfevents.*")))
+    assert len(killed) == 1 and len(files) == 2 and killed[0] in files
+    new = [path for path in files if path != killed[0]][0]
+    assert [event.step for event in tf.compat.v1.train.summary_iterator(new) if event.summary.value] == [24, 32]
+    assert [step for _, step, _ in _scalars(str(tmp_path / "tensorboard"))].count(24) == 2  # the old row stays

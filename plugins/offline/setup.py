@@ -10,9 +10,10 @@ setup(
     install_requires=[
         "rlengine",
         "rlengine-algorithms",  # bc builds on its networks, encoders and optimizer
-        # reading and writing datasets needs only the hdf5 extra: episodes are written whole through
-        # minari.create_dataset_from_buffers, and only Minari's step-by-step DataCollector needs JAX ("create")
-        "minari[hdf5]>=0.5.4,<0.6",
+        # hdf5 (h5py) reads and writes datasets: episodes are written whole through
+        # minari.create_dataset_from_buffers, and only Minari's step-by-step DataCollector needs JAX ("create");
+        # hf (huggingface_hub) is what Minari downloads its remote datasets with
+        "minari[hdf5,hf]>=0.5.4,<0.6",
         "gymnasium>=1.0,<2",
         "numpy",
         "tensorflow==2.21.*",

@@ -63,25 +63,33 @@ def check_spaces(dataset: Any, observation_spec: Any, action_spec: Any, env: str
     problem = (_space_problem(dataset.observation_space, observation_spec, "observations")
                or _space_problem(dataset.action_space, action_spec, "actions"))
     if problem:
-        raise ConfigError(f"dataset {dataset.spec.dataset_id!r}: {problem}, which environment {env!r} (the run's "
-                          "specs) does not have; train on the environment the dataset was recorded on (leave out "
-                          "--env) or pick a dataset of this one")
+        raise ConfigError(f"dataset {dataset.spec.dataset_id!r} does not fit environment {env!r}: {problem}; train "
+                          "on the environment the dataset was recorded on (leave out --env) or pick a dataset of "
+                          "this one")
 
 
 def _space_problem(space: Any, spec: Any, what: str) -> Optional[str]:
     from gymnasium import spaces
 
+    run = _described(spec)
     if isinstance(space, spaces.Discrete):
-        if not spec.dtype.is_integer or spec.shape.rank != 0:
-            return f"its {what} are {space} (discrete), the run's spec is {spec}"
-        if int(spec.minimum) != int(space.start) or int(spec.maximum) != int(space.start + space.n - 1):
-            return f"its {what} are {space}, the run's are {int(spec.minimum)}..{int(spec.maximum)}"
-        return None
+        first, last = int(space.start), int(space.start + space.n - 1)
+        fits = spec.dtype.is_integer and spec.shape.rank == 0 and (int(spec.minimum), int(spec.maximum)) == (
+            first, last)
+        return None if fits else f"its {what} are discrete {first}..{last}, the environment's {run}"
     if isinstance(space, spaces.Box):
-        if tuple(space.shape) != tuple(spec.shape) or spec.dtype.is_integer != np.issubdtype(space.dtype, np.integer):
-            return f"its {what} are {space}, the run's spec is {spec}"
-        return None
+        integer = np.issubdtype(space.dtype, np.integer)
+        fits = tuple(space.shape) == tuple(spec.shape) and spec.dtype.is_integer == integer
+        return None if fits else (f"its {what} are {'integer' if integer else 'real'} of shape {tuple(space.shape)}, "
+                                  f"the environment's {run}")
     return f"its {what} are {type(space).__name__} spaces; only Box and Discrete ones are read so far"
+
+
+def _described(spec: Any) -> str:
+    """The run's spec in the words of :func:`_space_problem`."""
+    if spec.dtype.is_integer and spec.shape.rank == 0 and hasattr(spec, "minimum"):
+        return f"discrete {int(spec.minimum)}..{int(spec.maximum)}"
+    return f"{'integer' if spec.dtype.is_integer else 'real'} of shape {tuple(spec.shape)}"
 
 
 def episode_rows(episode: Any, experience_spec: Any) -> Any:

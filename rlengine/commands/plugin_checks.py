@@ -31,13 +31,16 @@ class Problem:
     error: bool = True
 
 
-def problems(plugins: Plugins) -> list[Problem]:
-    """Every problem of the installed plugins, one line each naming the plugin, its distribution and the rule."""
-    found = [Problem(notice, error=False) for notice in plugins.notices]
-    found += [Problem(failure.message) for failure in plugins.failures]
+def problems(plugins: Plugins) -> Iterator[Problem]:
+    """Every problem of the installed plugins, one line each naming the plugin, its distribution and the rule;
+    what loading found first, before TensorFlow is imported for the classes' checks."""
+    from rlengine.quiet_tensorflow import import_tensorflow
+
+    yield from (Problem(notice, error=False) for notice in plugins.notices)
+    yield from (Problem(failure.message) for failure in plugins.failures)
+    import_tensorflow()  # quietly, and lean, before the plugins' classes import it
     for entry in _entries(plugins):
-        found += [Problem(_named(plugins, entry, line), error) for line, error in _entry_problems(entry)]
-    return found
+        yield from (Problem(_named(plugins, entry, line), error) for line, error in _entry_problems(entry))
 
 
 def _entries(plugins: Plugins) -> Iterator[Any]:

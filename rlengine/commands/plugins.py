@@ -53,21 +53,18 @@ def check_plugins(plugins) -> int:
     """``rlengine plugins --check``: the import times on stdout, one line per problem on stderr; the status."""
     from rlengine.commands import import_times
     from rlengine.commands.plugin_checks import problems
-    from rlengine.quiet_tensorflow import import_tensorflow
 
     times = import_times.measure()  # first: this process imports TensorFlow for the checks that follow
-    print_import_times(times)
-    import_tensorflow()  # quietly, and lean, before the plugins' classes import it
-    found = problems(plugins)
-    for problem in found:
-        print(f"rlengine: {'error' if problem.error else 'warning'}: {problem.line}", file=sys.stderr)
-    errors = sum(problem.error for problem in found)
-    print(f"{len(plugins.infos)} plugins checked: {errors} broken contract(s), {len(found) - errors} warning(s)")
+    errors, warnings = 0, print_import_times(times)
+    for problem in problems(plugins):  # each line as soon as it is found
+        print(f"rlengine: {'error' if problem.error else 'warning'}: {problem.line}", file=sys.stderr, flush=True)
+        errors, warnings = errors + problem.error, warnings + (not problem.error)
+    print(f"{len(plugins.infos)} plugins checked: {errors} broken contract(s), {warnings} warning(s)")
     return 1 if errors else 0
 
 
-def print_import_times(times: list) -> None:
-    """The import time each plugin adds to every command, then the slow ones named."""
+def print_import_times(times: list) -> int:
+    """The import time each plugin adds to every command, then the slow ones named; how many are slow."""
     from rlengine.commands.import_times import SLOW_SECONDS
 
     width = max([len(t.name) for t in times] + [6])
@@ -82,6 +79,7 @@ def print_import_times(times: list) -> None:
                   f"{t.seconds:.2f} s to every rlengine command, --help included{brought} (slow: more than "
                   f"{SLOW_SECONDS:g} s); import heavy packages inside the functions that need them, and register "
                   "classes as 'module:Class' strings", file=sys.stderr)
+    return sum(t.slow for t in times)
 
 
 #: A kind with more names than this is shown as a count (``presets: 24``): ``--json`` lists every name.

@@ -165,7 +165,8 @@ def test_every_broken_contract_is_one_line_naming_the_plugin_its_distribution_an
     assert line_of("slow-import", "slow to import", f"more than {SLOW_SECONDS:g} s").startswith("rlengine: warning: ")
     assert line_of("float64-reward", "'broken/Float64-v0'", "reward has dtype float64, expected float32").startswith(
         "rlengine: error: ")
-    assert "slow-import" in out and "broken contract(s)" in out
+    errors, warnings = (sum(line.startswith(f"rlengine: {what}: ") for line in lines) for what in ("error", "warning"))
+    assert "slow-import" in out and f"{errors} broken contract(s), {warnings} warning(s)" in out
     assert not [line for line in lines if "slow to import" in line and "slow-import" not in line]
 
 

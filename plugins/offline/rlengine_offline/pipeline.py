@@ -1,8 +1,9 @@
 """The offline pipeline (``train.pipeline = "offline"``, chosen by ``train.dataset``): updates from a dataset,
 no environment stepped.
 
-At start the dataset's episodes are loaded into a replay buffer of the engine's (one ring holding
-every row, in episode order, sized to the dataset), and the learner samples its updates from it as it
+When the run starts (or resumes) the dataset's episodes are loaded into a replay buffer of the
+engine's (one ring holding every row, in episode order, sized to the dataset); a run built only to
+evaluate (``rlengine eval``, ``play``, ``export``) loads none. Then the learner samples its updates from it as it
 samples an off-policy run's replay: ``mini_batch_length`` consecutive rows, drawn with the run's own
 random generator. An iteration is ``updates_per_iteration`` updates, and that is what it counts
 towards ``train.num_env_steps``: an offline run's budget is its gradient updates. Evaluation steps the

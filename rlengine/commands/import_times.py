@@ -8,7 +8,7 @@ imports, even a package another plugin imports as well (TensorFlow at the
 top of a command module). Without fork the plugins are imported one after
 the other, and a package two of them import is counted for the first.
 
-``python -m rlengine.commands.import_times`` prints the figures as JSON.
+``python -m rlengine.commands.import_times [DISABLED ...]`` prints the figures as JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, Iterable
 
 import attrs
 
@@ -42,9 +42,9 @@ class ImportTime:
         return self.seconds > SLOW_SECONDS
 
 
-def measure() -> list[ImportTime]:
-    """The import time of every installed plugin, measured in a fresh process."""
-    done = subprocess.run([sys.executable, "-m", __name__], capture_output=True, text=True, check=False,
+def measure(disabled: Iterable[str] = ()) -> list[ImportTime]:
+    """The import time of every installed plugin but the ``disabled`` ones, measured in a fresh process."""
+    done = subprocess.run([sys.executable, "-m", __name__, *disabled], capture_output=True, text=True, check=False,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")})
     try:
         rows = json.loads(done.stdout.strip().splitlines()[-1])  # the last line: a plugin may print on import
@@ -100,12 +100,12 @@ def _command_references(plugin: Any) -> list:
     return found
 
 
-def _measure_here() -> list[dict]:
+def _measure_here(disabled: list) -> list[dict]:
     from rlengine.plugin.loading import entry_points
 
     before = _baseline()
     rows = []
-    for entry_point in entry_points([]):
+    for entry_point in (e for e in entry_points([]) if e.name not in disabled):
         if not hasattr(os, "fork"):
             rows.append(_one(entry_point, set(sys.modules)))
             continue
@@ -126,4 +126,4 @@ def _measure_here() -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_measure_here()))
+    print(json.dumps(_measure_here(sys.argv[1:])))

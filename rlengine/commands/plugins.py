@@ -54,7 +54,8 @@ def check_plugins(plugins) -> int:
     from rlengine.commands import import_times
     from rlengine.commands.plugin_checks import problems
 
-    times = import_times.measure()  # first: this process imports TensorFlow for the checks that follow
+    # first: this process imports TensorFlow for the checks that follow
+    times = import_times.measure(plugins.recipe.disabled if plugins.recipe is not None else ())
     errors, warnings = 0, print_import_times(times)
     for problem in problems(plugins):  # each line as soon as it is found
         print(f"rlengine: {'error' if problem.error else 'warning'}: {problem.line}", file=sys.stderr, flush=True)

@@ -137,8 +137,9 @@ def broken_distribution(tmp_path, monkeypatch):
     monkeypatch.delenv(DISABLE_ENV, raising=False)
 
 
-def _check(capsys):
-    args = argparse.Namespace(plugins=build_plugins(), disable_plugin=[], check=True, json=False, debug=False)
+def _check(capsys, disabled=()):
+    args = argparse.Namespace(plugins=build_plugins(disabled=disabled), disable_plugin=list(disabled), check=True,
+                              json=False, debug=False)
     status = ListPlugins().run(args)
     out, err = capsys.readouterr()
     return status, out, [line for line in err.splitlines() if line.startswith("rlengine: ")]
@@ -175,3 +176,10 @@ def test_an_installation_without_broken_plugins_passes(capsys, monkeypatch):
     status, out, lines = _check(capsys)
     assert [line for line in lines if line.startswith("rlengine: error: ")] == []
     assert status == 0 and "0 broken contract(s)" in out
+
+
+def test_a_disabled_plugin_is_neither_checked_nor_timed(broken_distribution, capsys):
+    status, out, lines = _check(capsys, disabled=[name for name in BROKEN if name != "slow-import"])
+    assert status == 0 and "slow-import" in out and "wrong-width" not in out
+    slow = [line for line in lines if "slow to import" in line]
+    assert len(slow) == 1 and [line for line in lines if "rlengine-broken" in line] == slow

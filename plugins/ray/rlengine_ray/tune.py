@@ -98,7 +98,9 @@ def run_on_ray(tuner: Any, address: str, cpus: float, gpus: float, concurrent: i
         study = studies.open_study(storage, tune_dir, fingerprint, tuner.settings.force)
         connection.connect()
         try:
-            _tuner(tuner, tune_dir, storage, cpus, gpus, concurrent).fit()
+            wanted = tuner.settings.trials - studies.finished_count(study)  # --trials counts the study's in all
+            if wanted > 0 or os.path.isdir(os.path.join(tune_dir, EXPERIMENT)):
+                _tuner(tuner, tune_dir, storage, cpus, gpus, concurrent, wanted).fit()
         finally:
             connection.disconnect()
         path = write_best(tuner, study, tune_dir)
@@ -136,7 +138,8 @@ class NumberedSearch(OptunaSearch):
         super().on_trial_complete(trial_id, result, error)
 
 
-def _tuner(tuner: Any, tune_dir: str, storage: Any, cpus: float, gpus: float, concurrent: int) -> tune.Tuner:
+def _tuner(tuner: Any, tune_dir: str, storage: Any, cpus: float, gpus: float, concurrent: int,
+           trials: int) -> tune.Tuner:
     """A new Ray Tune experiment in ``tune_dir/ray``, or the one a driver that died left there."""
     s = tuner.settings
     run = {"params": list(s.params), "config": s.config, "overrides": tuner.base_overrides, "tune_dir": tune_dir,
@@ -157,6 +160,6 @@ def _tuner(tuner: Any, tune_dir: str, storage: Any, cpus: float, gpus: float, co
     return tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(metric=METRIC, mode="max", search_alg=search, scheduler=scheduler,
-                                    num_samples=s.trials, max_concurrent_trials=concurrent),
+                                    num_samples=trials, max_concurrent_trials=concurrent),
         run_config=tune.RunConfig(name=EXPERIMENT, storage_path=tune_dir, verbose=0,
                                   failure_config=tune.FailureConfig(max_failures=2)))

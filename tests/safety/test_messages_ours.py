@@ -17,9 +17,13 @@ from rlengine.testing import testing_plugin, tiny_config
 TENSORFLOW_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl)")
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CRASHING_RUN = textwrap.dedent('''
+# A user's program: loads a trained run's policy and acts with it, then trains a run whose environment crashes
+CRASHING_PROGRAM = textwrap.dedent('''
     import ctypes
+    import os
     import sys
+
+    import numpy
 
     import rlengine
     from rlengine import hookimpl
@@ -27,10 +31,10 @@ CRASHING_RUN = textwrap.dedent('''
 
 
     class CrashingEnv(CountingEnv):
-        """Reads address 0 (a real SIGSEGV) at its third step, when the run's argument is ``env``."""
+        """Reads address 0 (a real SIGSEGV) at its third step."""
 
         def step(self, action):
-            if self.t[0] == 2 and sys.argv[1] == "env":
+            if self.t[0] == 2:
                 ctypes.string_at(0)
             return super().step(action)
 
@@ -41,52 +45,38 @@ CRASHING_RUN = textwrap.dedent('''
             register("crashing", CrashingEnv)
 
 
+    policy = rlengine.load(sys.argv[1], backend="tensorflow", extra_plugins=[("testing", testing_plugin())])
+    policy.predict(numpy.zeros(2, numpy.float32), deterministic=False)
+    print(os.environ["TF_CPP_MIN_LOG_LEVEL"], flush=True)
     plugins = [("testing", testing_plugin()), ("crash-kit", CrashPlugin())]
-    if sys.argv[1] == "hook":
-        from crashing_hook import CrashingHook
-
-        plugins.append(("crash-hook", CrashingHook()))
     rlengine.Engine(tiny_config(sys.argv[2], env="crashing"), extra_plugins=plugins).train()
 ''')
 
 
-CRASHING_HOOK = textwrap.dedent('''
-    import ctypes
-
-    from rlengine import hookimpl
-
-
-    class CrashingHook:
-        """Reads address 0 when the first iteration ends: a crash outside the environment's code."""
-
-        @hookimpl
-        def rlengine_iteration_end(self, iteration):
-            ctypes.string_at(0)
-''')
-
-
-def _crash(tmp_path, where: str) -> subprocess.CompletedProcess:
-    script = tmp_path / "crashing_run.py"
-    script.write_text(CRASHING_RUN)
-    (tmp_path / "crashing_hook.py").write_text(CRASHING_HOOK)
-    environ = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-               "PYTHONPATH": os.pathsep.join(filter(None, [REPO_DIR, os.environ.get("PYTHONPATH")]))}
-    environ.pop("PYTHONFAULTHANDLER", None)
-    return subprocess.run([sys.executable, str(script), where, str(tmp_path / "run")], cwd=tmp_path, env=environ,
-                          capture_output=True, text=True, timeout=300)
-
-
-def test_a_segfault_in_an_environment_names_it_and_its_plugin_before_the_dump(tmp_path):
-    done = _crash(tmp_path, "env")
+def test_the_python_api_prints_only_our_lines_and_a_segfault_in_an_environment_names_it(tmp_path):
+    """In a fresh process: ``rlengine.load``, ``predict`` and ``Engine.train`` print nothing of TensorFlow's C++
+    runtime (absl's ``I0000``/``E0000`` lines: the CUDA probe on a machine without a GPU, oneDNN's notices),
+    and an environment that segfaults is named, with its plugin, before Python's dump."""
+    trained = tmp_path / "trained"
+    rlengine.Engine(tiny_config(str(trained)), extra_plugins=[("testing", testing_plugin())]).train()
+    script = tmp_path / "program.py"
+    script.write_text(CRASHING_PROGRAM)
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("TF_CPP_MIN_LOG_LEVEL", "RLENGINE_DEBUG", "PYTHONFAULTHANDLER")}
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_DIR, os.environ.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, str(script), str(trained), str(tmp_path / "run")], cwd=tmp_path,
+                          env=environ, capture_output=True, text=True, timeout=300)
 
     assert done.returncode == -11, (done.returncode, done.stderr[-3000:])
+    assert done.stdout.strip() == "2"  # set for the user who set nothing
     lines = done.stderr.splitlines()
+    assert not [line for line in lines if TENSORFLOW_LINE.match(line)], done.stderr[-3000:]
     named = [i for i, line in enumerate(lines) if line.startswith("rlengine: environment 'crashing'")]
     assert len(named) == 1, done.stderr[-3000:]
     assert lines[named[0]].startswith("rlengine: environment 'crashing' (plugin 'crash-kit') crashed the process "
                                       "(Segmentation fault) in its own code; ")
     assert lines[named[0] + 1] == "Fatal Python error: Segmentation fault"  # Python's dump follows the line
-    assert any("crashing_run.py" in line and "in step" in line for line in lines[named[0]:])
+    assert any("program.py" in line and "in step" in line for line in lines[named[0]:])
 
 
 def _relayed(dump: str, files: list) -> str:
@@ -115,26 +105,6 @@ def test_the_relay_blames_the_environment_only_for_its_own_code_called_by_the_en
     assert _relayed(in_step, ["/env/plugin.py"]) == "named Segmentation fault\n" + in_step
     assert _relayed(elsewhere, ["/env/plugin.py"]) == elsewhere  # another thread in its code does not count
     assert _relayed("", ["/env/plugin.py"]) == ""  # the run ended without a crash
-
-
-def test_tensorflow_log_lines_stay_out_of_the_python_api(tmp_path):
-    """``rlengine.load`` and ``predict`` in a fresh process print nothing of TensorFlow's C++ runtime (absl's
-    ``I0000``/``E0000`` lines: the CUDA probe on a machine without a GPU, oneDNN's notices)."""
-    root = tmp_path / "run"
-    rlengine.Engine(tiny_config(str(root)), extra_plugins=[("testing", testing_plugin())]).train()
-    script = ("import numpy, os, sys, rlengine\n"
-              "from rlengine.testing import testing_plugin\n"
-              "policy = rlengine.load(sys.argv[1], backend='tensorflow', extra_plugins=[('testing', testing_plugin())])\n"
-              "policy.predict(numpy.zeros(2, numpy.float32), deterministic=False)\n"
-              "print(os.environ['TF_CPP_MIN_LOG_LEVEL'])\n")
-    environ = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "RLENGINE_DEBUG")}
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_DIR, os.environ.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-c", script, str(root)], env=environ, capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
-
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert not [line for line in done.stderr.splitlines() if TENSORFLOW_LINE.match(line)], done.stderr
-    assert done.stdout.strip() == "2"  # set for the user who set nothing
 
 
 def test_a_log_level_the_user_set_is_kept(monkeypatch):

@@ -162,6 +162,7 @@ def test_an_interrupted_run_is_killed_and_a_failed_one_failed():
     assert status_of(RuntimeError("boom")) == "FAILED"
 
 
+@pytest.mark.thorough  # two runs, or MLflow's store made afresh: tox -e writers runs it
 def test_a_run_resumed_with_another_config_keeps_the_first_params_with_one_warning(tmp_path, store, capsys):
     root = tmp_path / "run"
     with pytest.raises(rlengine.PluginError, match="stop at iteration 1"):  # checkpointed, to be resumed
@@ -196,6 +197,7 @@ def test_without_rlengine_tools_the_policy_is_not_logged_and_that_is_said_once(m
     assert len(lines) == 1 and "the policy is not logged as an artifact: exporting it needs rlengine-tools" in lines[0]
 
 
+@pytest.mark.thorough  # two runs, or MLflow's store made afresh: tox -e writers runs it
 def test_without_a_tracking_uri_the_run_lands_in_mlflow_db_of_the_working_directory(tmp_path):
     root = tmp_path / "run"  # the working directory is tmp_path (_quiet_mlflow), MLFLOW_TRACKING_URI unset
     raw = _raw(root, num_env_steps=8, disabled_callbacks=["mlflow-policy"])

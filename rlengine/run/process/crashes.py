@@ -79,9 +79,9 @@ def crashes_named(env_id: str, plugin: str, files: list[str]) -> Iterator[None]:
         faulthandler.disable()
         if was_enabled:  # as it was: a user's -X faulthandler (or pytest's) dumps to stderr again
             faulthandler.enable(file=sys.__stderr__, all_threads=True)
-        pipe.close()  # the relay reads an empty dump and ends
+        pipe.close()  # the relay reads an empty dump and ends (once forked children holding the pipe end too)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=10)
+            process.wait(timeout=1)  # else it is reaped later, by subprocess
 
 
 def _header(env_id: str, plugin: str) -> str:

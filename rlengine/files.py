@@ -63,7 +63,8 @@ def write_atomically(path: str, data: Union[str, bytes], *, mode: int = 0o666, r
 
 @contextlib.contextmanager
 def writing(path: str, *leftovers: str) -> Iterator[None]:
-    """A block that writes ``path``: a full disk in it leaves as ``OSError(ENOSPC or EDQUOT, ..., path)``, after
+    """A block that writes ``path`` (a file, or a directory of files): a full disk in it leaves as
+    ``OSError(ENOSPC or EDQUOT, ..., path)`` (the file, if a directory's error names it), after
     the files and folders matching the glob patterns ``leftovers`` (what the block made on its way) are
     removed. An error that names its file already keeps its name; any other error passes unchanged."""
     try:
@@ -77,7 +78,16 @@ def writing(path: str, *leftovers: str) -> Iterator[None]:
                 _remove(leftover)
         if isinstance(error, OSError) and error.errno == code and error.filename:
             raise
-        raise OSError(code, os.strerror(code), path) from error
+        raise OSError(code, os.strerror(code), _file_written(error, code, path)) from error
+
+
+def _file_written(error: BaseException, code: int, path: str) -> str:
+    """``path``, or, when it is a directory, the file under it that the error's text names before the C
+    library's (TensorFlow's: ``<file>; No space left on device``)."""
+    words = str(error).partition(os.strerror(code))[0].rstrip("; :").split()
+    named = words[-1] if words else ""
+    inside = os.path.isdir(path) and named.startswith(os.path.join(path, ""))
+    return named if inside else path
 
 
 def disk_full(error: BaseException) -> Optional[int]:

@@ -24,6 +24,7 @@ from rlengine.collect.stepper import reset_seed
 from rlengine.collect.transformers import TransformerChain
 from rlengine.config import RunConfig
 from rlengine.errors import ConfigError, PluginError
+from rlengine.files import writing
 from rlengine.learn.learner import Learner
 from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
 from rlengine.learn.replay.frames import replay_frame_stacks
@@ -62,7 +63,10 @@ class Components:
 
     def write(self, metrics: dict) -> None:
         for writer in self.writers:
-            writer.write(metrics)
+            # a full disk names the file, whichever library wrote it (a writer that skipped super().__init__
+            # keeps no root_dir)
+            with writing(getattr(writer, "root_dir", "") or "."):
+                writer.write(metrics)
 
     def evaluate(self) -> dict:
         """One evaluation of the greedy policy (:meth:`Evaluator.run`); the parts were built with evaluation."""

@@ -149,3 +149,16 @@ def test_a_real_full_disk_stops_the_run_with_one_line_and_resumes_once_there_is_
         assert is_sound(str(root / "checkpoints" / "ckpt-2"))
         filling.filler.unlink()
         assert _engine(root).train().iterations == 4
+
+
+def test_a_full_disk_under_a_writer_names_the_file_tensorflow_was_writing(tmp_path):
+    events = tmp_path / "tensorboard" / "events.out.tfevents.1.host.2.3.v2"
+    error = tf.errors.ResourceExhaustedError(None, None, f"{events}; No space left on device")
+    with pytest.raises(OSError) as raised:
+        with writing(str(tmp_path)):  # a directory: the file its error names is the one named
+            raise error
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(events)
+    with pytest.raises(OSError) as raised:
+        with writing(str(tmp_path / "checkpoints" / "ckpt-3")):  # a file's own name beats a temporary one
+            raise tf.errors.ResourceExhaustedError(None, None, f"{tmp_path}/ckpt-3_temp/part; No space left on device")
+    assert raised.value.filename == str(tmp_path / "checkpoints" / "ckpt-3")

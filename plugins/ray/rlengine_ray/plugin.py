@@ -6,7 +6,7 @@ from __future__ import annotations
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.3"
+RLENGINE_API_VERSION = "1.8"
 
 
 @hookimpl

@@ -412,6 +412,9 @@ def test_in_process_segfault_prints_the_python_stack(tmp_path):
     assert status == -signal.SIGSEGV  # nothing can go on in a process whose memory is corrupt ...
     assert "Fatal Python error: Segmentation fault" in err  # ... but faulthandler names the code that crashed
     assert "crashy_env_module.py" in err and "in step" in err
+    named = [line for line in err.splitlines() if line.startswith("rlengine: environment ")]  # before the dump
+    assert named == [line for line in named if "'crashy_env_module:Crashy-v0' (plugin 'gym') crashed the process "
+                     "(Segmentation fault) in its own code" in line] and len(named) == 1, err
 
 
 def _interrupt_during_start_up(process):

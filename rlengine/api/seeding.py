@@ -21,7 +21,9 @@ thread pools, which the first op fixes.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+import threading
+from typing import Any, Iterator, Optional
 
 import tensorflow as tf
 
@@ -29,6 +31,8 @@ __all__ = ["generator", "orders", "reset", "seed", "shuffle"]
 
 _generator: Optional[tf.random.Generator] = None
 _seed = 0  # of the generator the next generator() makes
+# a stand-in for one thread only (a policy tracing its LiteRT form), so a run in another thread keeps its generator
+_this_thread = threading.local()
 
 
 def reset(run_seed: int) -> None:
@@ -40,6 +44,9 @@ def reset(run_seed: int) -> None:
 def generator() -> tf.random.Generator:
     """The current run's generator (seeded with 0 when no run set a seed)."""
     global _generator
+    stand_in = getattr(_this_thread, "generator", None)
+    if stand_in is not None:
+        return stand_in
     if _generator is None:
         with tf.init_scope():  # a variable, created outside any function being traced
             _generator = tf.random.Generator.from_seed(_seed)
@@ -60,3 +67,14 @@ def orders(count: int, size: Any) -> Any:
     """``count`` independent random orders of ``range(size)``: int32 ``[count, size]``, from one fresh seed."""
     keys = tf.random.stateless_uniform(tf.stack([count, size]), seed=seed())
     return tf.argsort(keys, axis=-1)
+
+
+@contextlib.contextmanager
+def _standing_in(stand_in: Any) -> Iterator[None]:
+    """:func:`generator` is ``stand_in`` in this thread while inside (other threads keep the run's)."""
+    previous = getattr(_this_thread, "generator", None)
+    _this_thread.generator = stand_in
+    try:
+        yield
+    finally:
+        _this_thread.generator = previous

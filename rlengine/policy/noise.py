@@ -90,12 +90,10 @@ def noise_fed(reader: NoiseReader) -> Iterator[None]:
         replacements = dict(zip(_PATCHED, (reader.uniform, reader.normal, reader.categorical)))
         for module, name, original in saved:
             setattr(module, name, _in_thread(tracing, replacements[name], original))
-        previous = seeding._generator
-        seeding._generator = _ConstantSeeds()
         try:
-            yield
+            with seeding._standing_in(_ConstantSeeds()):
+                yield
         finally:
-            seeding._generator = previous
             for module, name, original in saved:
                 setattr(module, name, original)
 

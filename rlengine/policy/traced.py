@@ -35,13 +35,10 @@ PROBE_ROWS = 3
 @contextlib.contextmanager
 def drawing_from(generator: tf.random.Generator) -> Iterator[None]:
     """Trace with ``generator`` as the run's random generator (``rlengine.random``), then put the previous
-    one back: a loaded policy samples from its own, and never advances a training run's."""
-    previous = seeding._generator
-    seeding._generator = generator
-    try:
+    one back: a loaded policy samples from its own, and never advances a training run's (in this thread only,
+    so a run training in another thread meanwhile keeps its own)."""
+    with seeding._standing_in(generator):
         yield
-    finally:
-        seeding._generator = previous
 
 
 class TracedSteps:

@@ -98,3 +98,29 @@ def test_while_a_step_traces_another_thread_draws_tensorflows_own():
     noise_fed_draws(draw)
     np.testing.assert_array_equal(seen[0], expected)
     np.testing.assert_array_equal(tf.random.stateless_normal([3], seed).numpy(), expected)  # and after it
+
+
+@pytest.mark.parametrize("stand_in", ["noise_fed", "drawing_from"])
+def test_a_policy_tracing_in_one_thread_leaves_a_run_in_another_its_generator(stand_in):
+    from rlengine.policy.traced import drawing_from
+
+    seeding.reset(3)
+    run_generator = seeding.generator()
+    policy_generator = tf.random.Generator.from_seed(9)
+    tracing, done, seen = threading.Event(), threading.Event(), {}
+
+    def trace():  # as load() converts its policy to LiteRT in the background
+        context = noise_fed(NoiseReader(tf.zeros([8]))) if stand_in == "noise_fed" else drawing_from(policy_generator)
+        with context:
+            seen["policy"] = seeding.generator()
+            tracing.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=trace)
+    thread.start()
+    tracing.wait(10)
+    seen["run"] = seeding.generator()  # a run building meanwhile: its checkpoint tracks this generator
+    done.set()
+    thread.join()
+    assert seen["run"] is run_generator and seen["policy"] is not run_generator
+    assert seeding.generator() is run_generator

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import attrs
 
 FIRST_PARTY_DISTRIBUTIONS = ("rlengine", "rlengine-gym", "rlengine-algorithms", "rlengine-transformers", "rlengine-tools",
-                             "rlengine-writers", "rlengine-ray", "rlengine-envpool", "rlengine-offline")
+                             "rlengine-writers", "rlengine-ray", "rlengine-envpool", "rlengine-offline", "rlengine-pettingzoo")
 
 
 @attrs.frozen

@@ -77,7 +77,7 @@ def crashes_named(env_id: str, plugin: str, files: list[str]) -> Iterator[None]:
         yield
     finally:
         faulthandler.disable()
-        if was_enabled:  # as it was: a user's -X faulthandler (or pytest's) dumps to stderr again
+        if was_enabled and sys.__stderr__ is not None:  # as it was: a user's -X faulthandler (or pytest's) dumps to stderr again
             faulthandler.enable(file=sys.__stderr__, all_threads=True)
         pipe.close()  # the relay reads an empty dump and ends (once forked children holding the pipe end too)
         with contextlib.suppress(subprocess.TimeoutExpired):

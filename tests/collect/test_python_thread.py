@@ -5,6 +5,8 @@ threads may have kept theirs already)."""
 import subprocess
 import sys
 
+import pytest
+
 COUNT_THREAD_STATES = """
 import threading
 import numpy as np
@@ -63,6 +65,7 @@ print(fresh["plain numpy_function"], fresh["EnvCaller"], env.checked)
 """
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_env_steps_from_a_graph_reuse_the_python_thread_state():
     out = subprocess.run([sys.executable, "-c", COUNT_THREAD_STATES], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

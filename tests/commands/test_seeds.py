@@ -250,6 +250,7 @@ def kit_config(tmp_path, **train):
     return path
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.first_party  # the children write metrics.jsonl (rlengine-writers)
 def test_two_seeds_train_into_their_own_dirs_and_a_rerun_skips_them(capsys, monkeypatch, tmp_path):
     child(monkeypatch, tmp_path, KIT_CHILD)

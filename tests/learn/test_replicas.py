@@ -72,6 +72,7 @@ def two_cpus(tmp_path_factory):
     return json.loads(done.stdout.splitlines()[-1]), done.stderr
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.parametrize("algorithm", ["toy", "toy-q"])
 def test_two_devices_take_the_steps_one_device_takes(two_cpus, algorithm):
     runs, _ = two_cpus
@@ -81,6 +82,7 @@ def test_two_devices_take_the_steps_one_device_takes(two_cpus, algorithm):
     assert runs[f"{algorithm}-two"]["eval"] == 2  # evaluated on one device from the mirrored checkpoint
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.parametrize("variant", ["jit", "async", "prioritized"])
 def test_two_devices_train_with_the_other_switches(two_cpus, variant):
     runs, _ = two_cpus
@@ -89,6 +91,7 @@ def test_two_devices_train_with_the_other_switches(two_cpus, variant):
     assert run["losses"][-1] < run["losses"][0]  # it learns the rewards of the toy's two actions
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_device_named_twice_is_refused_naming_the_key(two_cpus):
     runs, stderr = two_cpus
     assert "train.learner_devices" in runs["duplicate"] and "twice" in runs["duplicate"]

@@ -200,7 +200,7 @@ def test_what_is_not_a_callback_class_is_refused_before_anything_is_built(tmp_pa
 
 
 def test_rlengine_plugins_lists_callbacks_with_their_plugin_and_origin(capsys):
-    args = argparse.Namespace(plugins=_plugins(), json=False, debug=False, disable_plugin=[])
+    args = argparse.Namespace(plugins=_plugins(), json=False, check=False, debug=False, disable_plugin=[])
     assert ListPlugins().run(args) == 0
 
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("watchers")]

@@ -183,7 +183,7 @@ def test_an_unknown_pipeline_is_one_line_naming_the_registered_ones(site, tmp_pa
 
     assert out.returncode == 2
     line = out.stderr.strip().splitlines()[-1]
-    assert re.fullmatch(r"rlengine: error: unknown pipeline 'twise'; available: async(, ray)?, sync, twice\. "
+    assert re.fullmatch(r"rlengine: error: unknown pipeline 'twise'; available: async(, offline)?(, ray)?, sync, twice\. "
                         r"Did you mean 'twice'\?", line), line  # ray: where rlengine-ray is installed too
     assert not (tmp_path / "run").exists()  # refused before anything was written
 

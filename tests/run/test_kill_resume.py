@@ -138,6 +138,7 @@ def _kill_and_resume(tmp_path, kills, seed, capacity, inside_writes=0.0):
     return torn
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.first_party
 def test_two_kills_leave_a_loadable_checkpoint_and_exact_metrics(tmp_path):
     _kill_and_resume(tmp_path, kills=2, seed=1, capacity=20_000)  # the slow test below kills 20 times

@@ -55,6 +55,7 @@ def placed_run(tmp_path, algorithm):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_off_policy_learner_replay_and_actors_go_where_they_are_told(tmp_path):
     seen = placed_run(tmp_path, "toy-q")
     assert seen["env_steps"] == 48

@@ -130,6 +130,7 @@ EXACT_RUNS = {
 }
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.first_party
 @pytest.mark.parametrize("algorithm, stop_at", [("ppo", 2), ("sac", 6)])
 def test_an_interrupted_deterministic_run_ends_with_the_weights_of_an_uninterrupted_one(

@@ -36,18 +36,21 @@ def run(code: str, tmp_path) -> str:
     return out.stdout
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_building_an_async_run_sizes_the_pool_for_its_threads(tmp_path):
     out = run(BUILD_ASYNC, tmp_path)
     assert "ConfigError" not in out
     assert out.strip().endswith("pool 4")  # 3 env threads stepping at once + 1 for the actors and the learner
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_sync_run_keeps_the_default_pool(tmp_path):
     code = BUILD_ASYNC.replace('pipeline="async"', 'pipeline="sync"').replace('cfg["async"] =', "_ =")
     out = run(code, tmp_path)
     assert out.strip().endswith(f"pool {os.cpu_count()}")
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_pool_fixed_too_small_before_the_run_is_one_line_naming_the_setting(tmp_path):
     code = "import tensorflow as tf; tf.constant(1.0) + 1.0  # starts the runtime with the default pool\n" + BUILD_ASYNC
     out = run(code, tmp_path)
@@ -83,6 +86,7 @@ def test_auto_gives_a_run_with_vector_observations_one_intra_op_thread_before_it
     assert train_in_fresh_process(tmp_path, "{}").stdout.split()[-1] == "1"
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_number_the_started_runtime_cannot_take_is_one_warning_and_the_run_trains(tmp_path):
     more = os.cpu_count() + 1  # not the default pool's size (one per core), which would need no change
     out = train_in_fresh_process(tmp_path, f"{{'intra_op_threads': {more}}}",
@@ -135,6 +139,7 @@ print("passes", *seen)
 """
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_the_run_has_grappler_optimize_its_functions_in_one_pass_without_gpu_passes_on_every_thread(tmp_path):
     out = train_in_fresh_process(tmp_path, "{}", prefix="import tensorflow as tf; tf.function(tf.abs)(1.0)\n",
                                  suffix=PASSES)

@@ -117,6 +117,7 @@ def test_a_stop_signal_checkpoints_and_exits_with_128_plus_the_signal(tmp_path, 
     assert newest_checkpoint_iteration(tmp_path / "run") >= 1
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_second_sigint_aborts_without_waiting_for_the_iteration(tmp_path):
     process = start_tiny(tmp_path, SLOW_STOP="1")  # after the first signal an iteration takes a minute
     process.popen.send_signal(signal.SIGINT)

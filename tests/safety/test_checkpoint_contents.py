@@ -217,6 +217,7 @@ def _final_values(root):
             if name.split("/")[0] in ("algorithm", "replay", "random")}
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_resumed_prioritized_run_ends_as_the_uninterrupted_one(tmp_path, op_determinism):
     def config(name):
         return tiny_config(str(tmp_path / name), algorithm="prioritized-toy-q", env="stateful", num_env_steps=48,

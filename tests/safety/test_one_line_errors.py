@@ -397,6 +397,7 @@ def test_worker_killed_by_a_signal_is_named_with_it_in_one_warning_line(tmp_path
     assert "of 'crashy_env_module:Crashy-v0'" in lines[0] and "was killed by SIGSEGV; recreated it" in lines[0]
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.first_party
 def test_worker_exception_is_one_warning_line(tmp_path):
     status, _, err = run_cli_process(tmp_path, *crashy_train(tmp_path, "raise", "async"))

@@ -171,6 +171,7 @@ def test_every_broken_contract_is_one_line_naming_the_plugin_its_distribution_an
     assert not [line for line in lines if "slow to import" in line and "slow-import" not in line]
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_an_installation_without_broken_plugins_passes(capsys, monkeypatch):
     monkeypatch.delenv(DISABLE_ENV, raising=False)
     status, out, lines = _check(capsys)
@@ -178,6 +179,7 @@ def test_an_installation_without_broken_plugins_passes(capsys, monkeypatch):
     assert status == 0 and "0 broken contract(s)" in out
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_disabled_plugin_is_neither_checked_nor_timed(broken_distribution, capsys):
     status, out, lines = _check(capsys, disabled=[name for name in BROKEN if name != "slow-import"])
     assert status == 0 and "slow-import" in out and "wrong-width" not in out

@@ -326,6 +326,7 @@ export.export_run(sys.argv[1], sys.argv[2], extra_plugins=[("testing", testing_p
 """
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.first_party
 def test_an_export_killed_while_writing_keeps_the_earlier_one_and_its_leftovers_are_cleared(toy_run, tmp_path):
     out = tmp_path / "model"

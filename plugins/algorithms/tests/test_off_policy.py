@@ -442,6 +442,7 @@ def test_recurrent_dqn_refuses_n_step_without_a_loss_row():
 
 @pytest.mark.parametrize("env,use_rollout_state", [("rlengine/CartPoleNoVelocity-v1", True),
                                                     ("CartPole-v1", False)])
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_recurrent_dqn_engine_smoke(tmp_path, env, use_rollout_state):
     from rlengine.run.engine import Engine
 

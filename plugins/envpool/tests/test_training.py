@@ -54,6 +54,7 @@ def _short_ppo(root_dir, *plugins, pipeline="sync"):
     return rlengine.Engine(raw, extra_plugins=extra).train()
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_resumed_run_starts_new_episodes_and_says_so_once(tmp_path, capsys):
     from tests.run.test_resume import Interrupted, StopAfterCheckpoint
 
@@ -67,6 +68,7 @@ def test_a_resumed_run_starts_new_episodes_and_says_so_once(tmp_path, capsys):
     assert capsys.readouterr().err.count("EnvPool cannot save the state of the copies of 'envpool/CartPole-v1'") == 1
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_the_async_pipeline_steps_one_envpool_per_env_thread(tmp_path, monkeypatch):
     made = []
     original = environment_module.EnvPoolEnvironment.__init__

@@ -221,6 +221,7 @@ def test_async_matches_sync():
         tf.nest.map_structure(np.testing.assert_array_equal, a, b)
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_async_workers_skip_the_main_module_unless_needed():
     script = os.path.join(os.path.dirname(__file__), "async_main_script.py")
     out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)

@@ -70,6 +70,7 @@ def test_an_interrupted_tune_prints_one_line_and_exits_by_the_signal(capsys, tmp
                            f"--tune-dir {tmp_path / 't'}")
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_short_study_of_ppo_on_cartpole_prints_its_table_and_best_toml_trains(capsys, tmp_path):
     tune_dir = tmp_path / "tune"
     quick = ["--set", "train.writers=[]", "--set", "train.eval_interval=1", "--set", "train.num_eval_episodes=2"]

@@ -21,6 +21,7 @@ def tfenvs_plugins() -> dict:
     return {} if installed else {"extra_plugins": [("tfenvs", rlengine_tfenvs.plugin)]}
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_the_demo_ppo_run_reaches_475_on_tf_cartpole(tmp_path):
     """``rlengine train``'s run (PPO tuned for CartPole-v1, until an evaluation averages 475) on the graph twin."""
     demo = os.path.join(os.path.dirname(rlengine.__file__), "config", "default.toml")

@@ -183,12 +183,14 @@ def assert_lite_acts_as_saved_model(exported: dict, lite_actions: dict) -> None:
             np.testing.assert_array_equal(lite_actions[name], steps["action"], err_msg=name)
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_the_litert_model_gives_the_same_greedy_actions_without_tensorflow(exported, lite_actions):
     assert_lite_acts_as_saved_model(exported, lite_actions)
     assert exported["ppo-lstm-framestack"][2]["litert"]["inputs"] == {
         "in000": "observation", "in001": "step_type", "in002": "state[0]", "in003": "state[1]", "in004": "state[2]"}
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.slow  # a venv and a download from PyPI: about a minute
 def test_the_litert_model_runs_in_a_venv_with_litert_and_numpy_only(exported, base, tmp_path_factory):
     venv = tmp_path_factory.mktemp("litert-venv")

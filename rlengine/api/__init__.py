@@ -19,9 +19,10 @@ WHERE = {name: f"rlengine.api.{module}" for name, module in {
     "Encoder": "network", "action_mask_of": "network", "without_action_mask": "network", "NoConfig": "noconfig",
     "Run": "run", "RunSpecs": "specs", "BoundedTensorSpec": "specs", "on_device": "placement",
     "actor_device": "placement", "Experience": "data", "LossInfo": "data", "PolicyStep": "data", "StepType": "data",
-    "TimeStep": "data", "zeros_from_spec": "data",
+    "TimeStep": "data", "zeros_from_spec": "data", "dying_with_parent": "processes",
 }.items()}
 #: The modules of the API that import no TensorFlow: their names load without it.
-TENSORFLOW_FREE = frozenset(f"rlengine.api.{module}" for module in ("command", "noconfig", "pipeline", "run"))
+TENSORFLOW_FREE = frozenset(f"rlengine.api.{module}" for module in ("command", "noconfig", "pipeline", "processes",
+                                                                           "run"))
 
 __getattr__, __dir__, __all__ = lazy_facade(globals(), WHERE, prepare=import_tensorflow, unprepared=TENSORFLOW_FREE)

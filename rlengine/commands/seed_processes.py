@@ -29,6 +29,7 @@ from typing import Any, Optional
 
 import attrs
 
+from rlengine.api.processes import dying_with_parent
 from rlengine.commands import seeds
 from rlengine.commands.seeds import format_number, summary_of
 from rlengine.errors import RLEngineError, TrainingInterrupted
@@ -41,7 +42,6 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Exit statuses of a child that was stopped by a signal (after its checkpoint, or at once by a second one).
 INTERRUPTED = {128 + s for s in STOP_SIGNALS} | {-s for s in STOP_SIGNALS}
 SIGNAL_NUMBERS = {int(s) for s in signal.Signals}
-_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 @attrs.define(eq=False)
@@ -113,10 +113,6 @@ def _send(process: Optional[subprocess.Popen], number: int) -> None:
             pass
 
 
-def _die_with_parent() -> None:  # pragma: no cover  (runs in the forked child, before exec)
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 def child_env(parallel: int) -> dict:
@@ -146,7 +142,7 @@ class LocalLauncher:
         with open(log_path, "a", encoding="utf-8") as log:  # the child writes through its own copy
             return subprocess.Popen(
                 [*CHILD_COMMAND, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                env=env, start_new_session=True, preexec_fn=dying_with_parent(signal.SIGTERM))
 
 
 def start(run: SeedRun, env: dict, launcher: Any = None) -> None:

@@ -27,9 +27,10 @@ import subprocess
 import sys
 from typing import Iterator, Sequence
 
+from rlengine.api import dying_with_parent
+
 ASK_LOCK = "ask.lock"
 INDEX_VARIABLE = "RLENGINE_TUNE_JOB"  # read by rlengine_optuna.command.job_index
-_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def job_argv(argv: Sequence[str]) -> list:
@@ -51,10 +52,9 @@ def start_jobs(argv: Sequence[str], jobs: int) -> list:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
         env.setdefault(name, threads)
-    die_with_tune = _die_with_tune if sys.platform == "linux" else None
     return [subprocess.Popen([sys.executable, "-m", "rlengine.cli", *job_argv(argv)],
                              env={**env, INDEX_VARIABLE: str(index)}, stdin=subprocess.DEVNULL,
-                             start_new_session=True, preexec_fn=die_with_tune)
+                             start_new_session=True, preexec_fn=dying_with_parent(signal.SIGINT))
             for index in range(1, jobs)]
 
 
@@ -89,7 +89,3 @@ def asking(tune_dir: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _die_with_tune() -> None:  # pragma: no cover  (runs in the forked child, before exec)
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT))

@@ -34,11 +34,11 @@ from typing import Optional
 
 import ray
 
+from rlengine.api import dying_with_parent
 from rlengine_ray.cluster import RayConnection
 
 #: Tries of a seed whose Ray worker or node died, after the first; each resumes from the last checkpoint.
 MAX_RETRIES = 3
-_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 class RayLauncher:
@@ -120,7 +120,7 @@ class SeedWorker:
             log.flush()
             self.child = subprocess.Popen([sys.executable, "-m", "rlengine.cli", *argv], stdin=subprocess.DEVNULL,
                                           stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env},
-                                          start_new_session=True, preexec_fn=_die_with_worker)
+                                          start_new_session=True, preexec_fn=dying_with_parent(signal.SIGKILL))
         return self.child.wait()
 
     def signal(self, number: int) -> None:
@@ -128,8 +128,3 @@ class SeedWorker:
             self.child.send_signal(number)
 
 
-def _die_with_worker() -> None:  # pragma: no cover  (runs in the forked child, before exec)
-    if sys.platform == "linux":
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))

@@ -79,7 +79,10 @@ def test_a_resumed_run_continues_at_its_env_steps_in_a_new_event_file_and_the_ol
             writer.write({"iteration": step // 8, "env_steps": step, "wall_time": 0.0, "loss/total": float(step)})
         writer.close()
 
-    rows(TensorBoardWriter(str(tmp_path), TensorBoardConfig()), 8, 16, 24)  # killed after its checkpoint at 16
+    # killed after its checkpoint at 16; kept referenced: a new process names its file anew (pid), but here
+    # a writer made in the same second could reuse a freed one's object id, and with it the file name
+    killed_writer = TensorBoardWriter(str(tmp_path), TensorBoardConfig())
+    rows(killed_writer, 8, 16, 24)
     killed = glob.glob(str(tmp_path / "tensorboard" / "events.out.tfevents.*"))
     resumed = TensorBoardWriter(str(tmp_path), TensorBoardConfig())
     resumed.resume_from(16)
@@ -90,3 +93,4 @@ def test_a_resumed_run_continues_at_its_env_steps_in_a_new_event_file_and_the_ol
     new = [path for path in files if path != killed[0]][0]
     assert [event.step for event in tf.compat.v1.train.summary_iterator(new) if event.summary.value] == [24, 32]
     assert [step for _, step, _ in _scalars(str(tmp_path / "tensorboard"))].count(24) == 2  # the old row stays
+    del killed_writer

@@ -109,6 +109,7 @@ def test_a_hanging_in_process_env_stops_the_run_naming_it(tmp_path):
     assert worker_threads() == []
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.parametrize("actors", [2, 0])
 def test_start_and_stop_at_random_moments_leaves_no_thread(tmp_path, actors):
     cfg = echo_config(tmp_path, steps=10**9, actors=actors)

@@ -145,6 +145,7 @@ def site(tmp_path_factory) -> Path:
     return target
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.first_party  # reads the rows of the jsonl writer (rlengine-writers)
 def test_register_pipelines_hook_trains_with_a_pipeline_from_an_installed_package(site, tmp_path):
     root = tmp_path / "run"

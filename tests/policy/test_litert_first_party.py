@@ -78,6 +78,7 @@ print(json.dumps({{"interpreter": policy.interpreter, "cached": policy.algorithm
 """.format(blocked=BLOCKED)
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_cached_policy_loads_and_acts_where_tensorflow_cannot_be_imported(tmp_path_factory, tmp_path):
     run_dir = str(tmp_path / "run")
     shutil.copytree(train_cartpole(tmp_path_factory), run_dir, ignore=shutil.ignore_patterns(f"*{SUFFIX}"))

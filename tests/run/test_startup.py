@@ -80,6 +80,7 @@ print(gc.isenabled(), gc.get_freeze_count())
 """
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.parametrize("whose", ["ours", "a user's"])
 def test_tensorflow_imported_by_the_command_line_is_frozen_and_nowhere_else(whose):
     """The command line's process imports TensorFlow without collecting and freezes what it imported

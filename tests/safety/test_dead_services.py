@@ -101,6 +101,7 @@ def test_a_dead_port_refuses_the_run_at_start_naming_the_tracker_and_the_uri(tmp
     assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2"  # MLflow's calls are bounded from now on
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_server_that_never_answers_refuses_the_run_at_start(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "3")  # the user's own bound is kept
     server = SilentServer()

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import rlengine
 from rlengine.quiet_tensorflow import import_tensorflow
 from rlengine.run.process import crashes
@@ -53,6 +55,7 @@ CRASHING_PROGRAM = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_the_python_api_prints_only_our_lines_and_a_segfault_in_an_environment_names_it(tmp_path):
     """In a fresh process: ``rlengine.load``, ``predict`` and ``Engine.train`` print nothing of TensorFlow's C++
     runtime (absl's ``I0000``/``E0000`` lines: the CUDA probe on a machine without a GPU, oneDNN's notices),

@@ -151,6 +151,7 @@ def test_a_second_training_into_a_root_dir_being_trained_is_refused_naming_the_p
     assert [row["iteration"] for row in rows] == list(range(1, len(rows) + 1))  # every row once, none lost
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.first_party  # the jsonl writer
 def test_the_lock_goes_with_a_killed_training_and_the_root_dir_trains_again(tmp_path, cli_with_testing):
     root = tmp_path / "run"

@@ -271,6 +271,7 @@ def test_sigint_while_the_environment_hangs_stops_within_seconds_with_a_checkpoi
     assert _checkpointed_iterations(tmp_path / "run") == [2]
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_sigint_while_the_async_pipelines_environment_hangs_stops_with_a_checkpoint(tmp_path):
     # the learner waits inside TensorFlow (a queue), where no Python signal handler runs: the request reaches
     # the env watchdog through the wakeup fd instead; before, the run waited for the hang (or the 60 s timeout)

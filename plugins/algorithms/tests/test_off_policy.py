@@ -581,6 +581,7 @@ def test_engine_trains_and_restores_sac_with_sde(tmp_path):
     ("td3", {"exploration_noise_type": "ornstein-uhlenbeck"}, False),
     ("dqn", {"lstm_size": 8, "mini_batch_length": 3, "n_step": 1}, True),  # use_rollout_state: starts from it
 ])
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_replay_keeps_the_policy_state_only_where_training_starts_from_it(tmp_path, algorithm, options, stored):
     from rlengine.run.build import build_components
     from rlengine.run.engine import Engine
@@ -601,6 +602,7 @@ def test_replay_keeps_the_policy_state_only_where_training_starts_from_it(tmp_pa
         parts.close()
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.parametrize("cls,spec", CASES)
 def test_bfloat16_hidden_matmuls_keep_float32_variables_and_come_close_to_float32(cls, spec):
     """``hidden_matmul_dtype = "bfloat16"``: only the hidden-to-hidden matmuls run in bfloat16 (the first layer and

@@ -61,6 +61,7 @@ MASKED = {
 }
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.parametrize("algorithm", sorted(MASKED))
 def test_masked_algorithms_never_take_an_illegal_action(tmp_path, algorithm):
     MaskedEnv.forget()
@@ -155,6 +156,7 @@ def test_a_third_party_encoder_trains_with_ppo(tmp_path):
     assert result.reached_target and result.eval_return >= TARGET
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 @pytest.mark.parametrize("share", [False, True])
 def test_a_third_party_encoder_trains_with_sac_as_actor_critic_and_target_encoders(tmp_path, share):
     sac = {"encoder": "squash", "share_encoder": share, "hidden_sizes": [16], "mini_batch_size": 32,

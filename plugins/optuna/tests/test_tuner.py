@@ -49,6 +49,7 @@ def states(study):
     return [t.state for t in study.trials]
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_study_completes_and_writes_a_best_toml_the_engine_trains(kit_settings, tmp_path):
     result = tune(kit_settings, config={"train": {**kit_settings()["config"]["train"], "target_return": 1.0}},
                   trials=3)

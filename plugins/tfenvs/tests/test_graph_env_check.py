@@ -25,6 +25,7 @@ def test_first_party_environments_keep_the_contract(env_id):
     check_graph_environment(env, steps=100 if env_id == "tf/CartPole-v1" else env.max_episode_steps + 10)
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_cartpole_keeps_the_contract_compiled_with_xla():
     check_graph_environment(_make("tf/CartPole-v1", num_envs=3), steps=200, jit_compile=True)
 

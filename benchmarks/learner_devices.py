@@ -20,7 +20,7 @@ import statistics
 import sys
 import tempfile
 
-from runs import run_in_checkout
+from runs import interleaved, run_in_checkout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(os.path.dirname(HERE), "examples", "sac_pendulum.toml")
@@ -56,11 +56,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
-    results: dict = {name: [] for name in DEVICES}
-    for i in range(args.repeats):
-        for name, devices in DEVICES.items():
-            results[name].append(run_once(devices, args.env_steps, args.batch))
-            print(f"  {name} #{i + 1}: {results[name][-1]['updates_per_sec']:.0f} updates/s", flush=True)
+    results = interleaved(DEVICES, args.repeats, lambda devices: run_once(devices, args.env_steps, args.batch),
+                          lambda result: f"{result['updates_per_sec']:.0f} updates/s")
     print(f"\nSAC Pendulum-v1, minibatch {args.batch}, median of {args.repeats} run(s):")
     print(f"{'learner':<12} {'update ms/iteration':>20} {'updates/s':>10}")
     for name, runs in results.items():

@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 
-from runs import run_in_checkout
+from runs import interleaved, run_in_checkout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(os.path.dirname(HERE), "examples", "sac_pendulum.toml")
@@ -62,11 +62,8 @@ def main() -> None:
     args = parser.parse_args()
     variants = {"this": None, **({"before": os.path.abspath(args.before)} if args.before else {})}
     print(f"load average before: {os.getloadavg()}")
-    results: dict = {name: [] for name in variants}
-    for i in range(args.repeats):
-        for name, core in variants.items():
-            results[name].append(run_once(core, args.env_steps, args.set))
-            print(f"  {name} #{i + 1}: {results[name][-1]['steps_per_sec']:.0f} env steps/s", flush=True)
+    results = interleaved(variants, args.repeats, lambda core: run_once(core, args.env_steps, args.set),
+                          lambda result: f"{result['steps_per_sec']:.0f} env steps/s")
     print(f"\nSAC Pendulum-v1, 4 env steps + 4 updates per iteration, median of {args.repeats} run(s), "
           "ms per iteration:")
     print(f"{'variant':<8} {'wall':>7} {'collect':>8} {'update':>7} {'rest':>6} {'env steps/s':>12}")

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Any, Callable
 
 _CODE = ("import json, sys; import rlengine; r = rlengine.Engine(None if sys.argv[1] == '-' else sys.argv[1], "
          "sys.argv[2:]).train(); print(json.dumps([r.env_steps, r.train_time, r.eval_history]))")
@@ -66,3 +67,14 @@ def run_in_checkout(core: str | None, args: list, **kwargs) -> subprocess.Comple
         plugins = sorted(os.path.join(core, "plugins", name) for name in os.listdir(os.path.join(core, "plugins")))
         env["PYTHONPATH"] = os.pathsep.join([core, *plugins, env.get("PYTHONPATH", "")])
     return subprocess.run(args, check=True, capture_output=True, env=env, cwd=core, **kwargs)
+
+
+def interleaved(variants: dict, repeats: int, run: Callable[[Any], dict], figure: Callable[[dict], str]) -> dict:
+    """``run(value)`` for each variant ``repeats`` times, the variants taking turns (so every ratio comes from
+    one stretch of the machine), each result's ``figure`` printed as it comes; the results by variant name."""
+    results: dict = {name: [] for name in variants}
+    for i in range(repeats):
+        for name, value in variants.items():
+            results[name].append(run(value))
+            print(f"  {name} #{i + 1}: {figure(results[name][-1])}", flush=True)
+    return results

@@ -1,10 +1,10 @@
 """The ``offline`` plugin: learning from Minari datasets.
 
-It registers the ``offline`` pipeline, the ``bc`` algorithm and the ``collect`` command, and configures
-a run that names ``train.dataset``: its pipeline becomes ``offline`` and, unless ``train.env`` names
-another environment than the default, its environment is the one the dataset was recorded on (what
-evaluation steps). Classes are ``"module:Class"`` strings, so loading this entry point imports neither
-Minari nor TensorFlow.
+It registers the ``offline`` pipeline, the ``bc``, ``td3_bc`` and ``iql`` algorithms and the ``collect``
+command, and configures a run that names ``train.dataset``: its pipeline becomes ``offline`` and, unless
+``train.env`` names another environment than the default, its environment is the one the dataset was
+recorded on (what evaluation steps). Classes are ``"module:Class"`` strings, so loading this entry point
+imports neither Minari nor TensorFlow.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from rlengine import ConfigError, RunConfig, TrainConfig, hookimpl
 RLENGINE_API_VERSION = "1.7"
 
 #: Registered name -> "module:Class" of the algorithms that learn only from datasets.
-ALGORITHMS = {"bc": "rlengine_offline.bc:BC", "td3_bc": "rlengine_offline.td3_bc:TD3BC"}
+ALGORITHMS = {"bc": "rlengine_offline.bc:BC", "td3_bc": "rlengine_offline.td3_bc:TD3BC",
+              "iql": "rlengine_offline.iql:IQL"}
 
 
 @hookimpl

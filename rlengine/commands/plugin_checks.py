@@ -2,10 +2,14 @@
 
 A run checks a plugin where it meets it, and only the plugins it uses. This
 runs the same checks on everything installed, so a broken plugin shows before
-a run needs it: what loading already found (an import that fails, an API
-version that does not fit or is missing, a name two plugins register), every
-registered class imported and held to its kind's base class, every command
-made, every encoder built on small observation specs and checked by
+a run needs it. Without TensorFlow (``--check``): what loading already found
+(an import that fails, an API version that does not fit or is missing, a
+name two plugins register), every registered ``"module:Class"`` string
+resolved without importing it (:mod:`rlengine.commands.reference_checks`),
+and every command imported and made (the command line imports them all, so
+they must come without TensorFlow). With ``--check --build`` too: every
+registered class imported and held to its kind's base class, every encoder
+built on small observation specs and checked by
 :func:`~rlengine.api.network.check_encoder`, and every graph environment made
 and reset against its ``time_step_spec()``. Python environment providers serve
 ids they cannot list (any Gymnasium id), so none is made here: a run checks
@@ -31,16 +35,26 @@ class Problem:
     error: bool = True
 
 
-def problems(plugins: Plugins) -> Iterator[Problem]:
-    """Every problem of the installed plugins, one line each naming the plugin, its distribution and the rule;
-    what loading found first, before TensorFlow is imported for the classes' checks."""
-    from rlengine.quiet_tensorflow import import_tensorflow
+#: What ``--check`` leaves to ``--check --build``: the checks that import TensorFlow.
+BUILD_CHECKS = ("registered classes imported and held to their kind's base class", "encoders built",
+                "graph environments reset")
 
+
+def problems(plugins: Plugins, build: bool = False) -> Iterator[Problem]:
+    """Every problem of the installed plugins, one line each naming the plugin, its distribution and the rule.
+
+    What loading found comes first; then each registration, imported and built with ``build`` (which imports
+    TensorFlow), else resolved without importing (commands excepted: every command line imports them).
+    """
     yield from (Problem(notice, error=False) for notice in plugins.notices)
     yield from (Problem(failure.message) for failure in plugins.failures)
-    import_tensorflow()  # quietly, and lean, before the plugins' classes import it
+    if build:
+        from rlengine.quiet_tensorflow import import_tensorflow
+
+        import_tensorflow()  # quietly, and lean, before the plugins' classes import it
     for entry in _entries(plugins):
-        yield from (Problem(_named(plugins, entry, line), error) for line, error in _entry_problems(entry))
+        found = _entry_problems(entry) if build or entry.kind_name == "command" else _reference_problems(entry)
+        yield from (Problem(_named(plugins, entry, line), error) for line, error in found)
 
 
 def _entries(plugins: Plugins) -> Iterator[Any]:
@@ -54,6 +68,18 @@ def _named(plugins: Plugins, entry: Any, line: str) -> str:
     """``line`` led by the plugin that registered ``entry`` and its distribution (once)."""
     lead = f"plugin {entry.plugin!r}"
     return f"{lead}{plugins.origin(entry.plugin)}: {line.removeprefix(lead + ' ')}"
+
+
+def _reference_problems(entry: Any) -> list[tuple[str, bool]]:
+    """The rule a lazy registration breaks that shows without importing it (a class is held to its base
+    when it is registered)."""
+    from rlengine.commands.reference_checks import reference_problem
+
+    problem = reference_problem(entry.reference) if entry.lazy else ""
+    if not problem:
+        return []
+    return [(f"plugin {entry.plugin!r} registered {entry.kind_name} {entry.name!r} as {entry.reference!r}, "
+             f"which cannot be imported: {problem}", True)]
 
 
 def _entry_problems(entry: Any) -> list[tuple[str, bool]]:

@@ -1,8 +1,9 @@
 """``rlengine plugins``: what is loaded, from which distribution, and what each plugin registers.
 
-``rlengine plugins --check`` runs the plugin contract checks on every installed plugin
-(:mod:`rlengine.commands.plugin_checks`) and measures what each adds to every command's start
-(:mod:`rlengine.commands.import_times`).
+``rlengine plugins --check`` runs the plugin contract checks that need no TensorFlow on every
+installed plugin (:mod:`rlengine.commands.plugin_checks`) and measures what each adds to every
+command's start (:mod:`rlengine.commands.import_times`); ``--check --build`` adds the checks that
+import the registered classes and build encoders and graph environments.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class ListPlugins(Command):
         parser.add_argument("--check", action="store_true",
                             help="check every installed plugin against its contracts and time its import: one "
                                  "line per problem, exit status 1 when a contract is broken")
+        parser.add_argument("--build", action="store_true",
+                            help="with --check: also import every registered class and build every encoder and "
+                                 "graph environment (imports TensorFlow, so it takes seconds)")
 
     def run(self, args: argparse.Namespace) -> int:
         plugins = getattr(args, "plugins", None)
@@ -30,8 +34,8 @@ class ListPlugins(Command):
             from rlengine.plugin.manager import build_plugins
 
             plugins = build_plugins(disabled=args.disable_plugin)
-        if args.check:
-            return check_plugins(plugins)
+        if args.check or getattr(args, "build", False):
+            return check_plugins(plugins, build=getattr(args, "build", False))
         rows = [{"name": i.name, "distribution": i.distribution, "version": i.version,
                  **plugins.registered_by(i.name)} for i in plugins.infos]
         if args.json:
@@ -49,18 +53,22 @@ class ListPlugins(Command):
         return 1 if plugins.failures else 0
 
 
-def check_plugins(plugins) -> int:
-    """``rlengine plugins --check``: the import times on stdout, one line per problem on stderr; the status."""
+def check_plugins(plugins, build: bool = False) -> int:
+    """``rlengine plugins --check [--build]``: the import times on stdout, one line per problem on stderr, then
+    what was not checked; the status."""
     from rlengine.commands import import_times
-    from rlengine.commands.plugin_checks import problems
+    from rlengine.commands.plugin_checks import BUILD_CHECKS, problems
 
-    # first: this process imports TensorFlow for the checks that follow
+    # first, in a process of its own: with --build this process then imports TensorFlow
     times = import_times.measure(plugins.recipe.disabled if plugins.recipe is not None else ())
     errors, warnings = 0, print_import_times(times)
-    for problem in problems(plugins):  # each line as soon as it is found
+    for problem in problems(plugins, build=build):  # each line as soon as it is found
         print(f"rlengine: {'error' if problem.error else 'warning'}: {problem.line}", file=sys.stderr, flush=True)
         errors, warnings = errors + problem.error, warnings + (not problem.error)
     print(f"{len(plugins.infos)} plugins checked: {errors} broken contract(s), {warnings} warning(s)")
+    if not build:
+        print(f"Not checked: {'; '.join(BUILD_CHECKS)}. `rlengine plugins --check --build` checks them too "
+              "(it imports TensorFlow, so it takes seconds).")
     return 1 if errors else 0
 
 

@@ -1,12 +1,16 @@
-"""``rlengine plugins --check``: every installed plugin held to its contracts, one line per broken rule.
+"""``rlengine plugins --check [--build]``: every installed plugin held to its contracts, one line per broken rule.
 
 Each case is a plugin of one installed distribution (``rlengine-broken``)
 that makes one honest mistake of issue 50; every line names the plugin, the
 distribution and the rule, and a broken contract makes the exit status 1.
+``--check`` finds what shows without TensorFlow, and imports none;
+``--check --build`` finds the rest (encoders, graph environments, classes).
 """
 
 import argparse
 import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -137,44 +141,73 @@ def broken_distribution(tmp_path, monkeypatch):
     monkeypatch.delenv(DISABLE_ENV, raising=False)
 
 
-def _check(capsys, disabled=()):
+def _check(capsys, disabled=(), build=False):
     args = argparse.Namespace(plugins=build_plugins(disabled=disabled), disable_plugin=list(disabled), check=True,
-                              json=False, debug=False)
+                              build=build, json=False, debug=False)
     status = ListPlugins().run(args)
     out, err = capsys.readouterr()
     return status, out, [line for line in err.splitlines() if line.startswith("rlengine: ")]
 
 
-def test_every_broken_contract_is_one_line_naming_the_plugin_its_distribution_and_the_rule(
+def _line_of(lines, plugin, *words):
+    found = [line for line in lines if f"plugin {plugin!r} (rlengine-broken 0.1)" in line
+             and all(word in line for word in words)]
+    assert len(found) == 1, (plugin, words, lines)
+    return found[0]
+
+
+def _counted(out, lines):
+    errors, warnings = (sum(line.startswith(f"rlengine: {what}: ") for line in lines) for what in ("error", "warning"))
+    return f"{errors} broken contract(s), {warnings} warning(s)" in out
+
+
+def test_the_check_without_tensorflow_names_each_broken_registration_and_what_it_left_to_build(
         broken_distribution, capsys):
     status, out, lines = _check(capsys)
 
-    def line_of(plugin, *words):
-        found = [line for line in lines if f"plugin {plugin!r} (rlengine-broken 0.1)" in line
-                 and all(word in line for word in words)]
-        assert len(found) == 1, (plugin, words, lines)
-        return found[0]
+    assert status == 1
+    assert _line_of(lines, "clash", "command 'train'", "'builtin-commands'").startswith("rlengine: error: ")
+    assert _line_of(lines, "no-version", "declares no RLENGINE_API_VERSION").startswith("rlengine: warning: ")
+    assert _line_of(lines, "missing-class", "pipeline 'missing'", "cannot be imported",
+                    "defines no 'NoSuchPipeline'").startswith("rlengine: error: ")
+    assert _line_of(lines, "slow-import", "slow to import", f"more than {SLOW_SECONDS:g} s").startswith(
+        "rlengine: warning: ")
+    assert not [line for line in lines if "slow to import" in line and "slow-import" not in line]
+    # what needs TensorFlow is left to --build, and said so
+    assert not [line for line in lines if any(name in line for name in ("wrong-width", "lazy-weights", "float64"))]
+    assert "slow-import" in out and _counted(out, lines)
+    assert "Not checked: " in out and "encoders built" in out and "rlengine plugins --check --build" in out
+
+
+def test_the_check_imports_no_tensorflow(broken_distribution):
+    """In a fresh process, as ``rlengine plugins --check`` runs: the broken classes import TensorFlow at their
+    top, and only --build imports them."""
+    script = ("import sys; from rlengine.cli import main; status = main(['plugins', '--check']); "
+              "print(status, sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow')[:3])")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.splitlines()[-1] == "1 []", (done.stdout, done.stderr)
+
+
+def test_the_build_check_names_each_class_that_breaks_its_contract(broken_distribution, capsys):
+    status, out, lines = _check(capsys, build=True)
 
     assert status == 1
-    assert line_of("wrong-width", "encoder 'wrong_width'", "float32 [2, 5]", "declares float32 [2, 8]").startswith(
+    assert _line_of(lines, "wrong-width", "encoder 'wrong_width'", "float32 [2, 5]",
+                    "declares float32 [2, 8]").startswith("rlengine: error: ")
+    assert _line_of(lines, "lazy-weights", "encoder 'lazy_weights'", "variable(s) on its first call").startswith(
         "rlengine: error: ")
-    assert line_of("lazy-weights", "encoder 'lazy_weights'", "variable(s) on its first call").startswith(
+    assert _line_of(lines, "missing-class", "pipeline 'missing'", "cannot be imported").startswith(
         "rlengine: error: ")
-    assert line_of("clash", "command 'train'", "'builtin-commands'").startswith("rlengine: error: ")
-    assert line_of("no-version", "declares no RLENGINE_API_VERSION").startswith("rlengine: warning: ")
-    assert line_of("missing-class", "pipeline 'missing'", "cannot be imported").startswith("rlengine: error: ")
-    assert line_of("slow-import", "slow to import", f"more than {SLOW_SECONDS:g} s").startswith("rlengine: warning: ")
-    assert line_of("float64-reward", "'broken/Float64-v0'", "reward has dtype float64, expected float32").startswith(
-        "rlengine: error: ")
-    errors, warnings = (sum(line.startswith(f"rlengine: {what}: ") for line in lines) for what in ("error", "warning"))
-    assert "slow-import" in out and f"{errors} broken contract(s), {warnings} warning(s)" in out
-    assert not [line for line in lines if "slow to import" in line and "slow-import" not in line]
+    assert _line_of(lines, "float64-reward", "'broken/Float64-v0'",
+                    "reward has dtype float64, expected float32").startswith("rlengine: error: ")
+    assert _line_of(lines, "clash", "command 'train'", "'builtin-commands'").startswith("rlengine: error: ")
+    assert _counted(out, lines) and "Not checked" not in out
 
 
 @pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_an_installation_without_broken_plugins_passes(capsys, monkeypatch):
     monkeypatch.delenv(DISABLE_ENV, raising=False)
-    status, out, lines = _check(capsys)
+    status, out, lines = _check(capsys, build=True)
     assert [line for line in lines if line.startswith("rlengine: error: ")] == []
     assert status == 0 and "0 broken contract(s)" in out
 

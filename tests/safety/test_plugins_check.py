@@ -218,3 +218,21 @@ def test_a_disabled_plugin_is_neither_checked_nor_timed(broken_distribution, cap
     assert status == 0 and "slow-import" in out and "wrong-width" not in out
     slow = [line for line in lines if "slow to import" in line]
     assert len(slow) == 1 and [line for line in lines if "rlengine-broken" in line] == slow
+
+
+def test_a_reference_is_resolved_without_running_its_package(tmp_path, monkeypatch):
+    from rlengine.commands.reference_checks import reference_problem
+
+    package = tmp_path / "rlengine_unrun"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise SystemExit('run')\n")
+    (package / "classes.py").write_text("raise SystemExit('run')\ntry:\n    import x as Aliased\nexcept ImportError:\n"
+                                        "    pass\nclass Real:\n    pass\nOTHER = Real\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    for found in ("Real", "OTHER", "Aliased"):
+        assert reference_problem(f"rlengine_unrun.classes:{found}") == ""
+    assert "defines no 'Missing'" in reference_problem("rlengine_unrun.classes:Missing")
+    assert reference_problem("rlengine_unrun.nosuch:Real") == "no module 'rlengine_unrun.nosuch' is installed"
+    assert reference_problem("rlengine_unrun.classes:Real-1") == "'Real-1' is not a Python name"
+    assert not [name for name in sys.modules if name.startswith("rlengine_unrun")]

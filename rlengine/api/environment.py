@@ -84,7 +84,19 @@ class EnvironmentCopies:
 
 
 class Environment(EnvironmentCopies):
-    """Base class of every environment plugin (batched, numpy in and out)."""
+    """Base class of every environment plugin (batched, numpy in and out).
+
+    Two optional attributes add episode metrics (API 1.9). They are not defined here, so that a
+    wrapper forwarding unknown attributes (the core's restart guard) passes them on; set them on
+    the instance or the class:
+
+    - ``row_groups``: a list of ``num_envs`` names, the group each row's episodes are counted in,
+      e.g. the agent a row plays when the rows are agents. Each episode then also counts in
+      ``train/<group>/episode_return`` and ``eval/<group>/average_return``.
+    - ``episode_outcomes = True``: the sign of an episode's last reward is its outcome, a win (> 0),
+      a draw (0) or a loss (< 0): ``train/win_rate``, ``train/draw_rate`` and ``train/loss_rate``
+      (``eval/`` too, and per group) report their shares of the episodes.
+    """
 
     def __init__(self, env_id: str, num_envs: int, seed: int, first_env_id: int = 0, config: Any = None):
         super().__init__(env_id, num_envs, seed, first_env_id, config)

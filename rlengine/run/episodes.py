@@ -7,6 +7,7 @@ from typing import Optional
 import numpy as np
 
 from rlengine.api.data import StepType
+from rlengine.run.groups import RowGroups
 
 
 class EpisodeStats:
@@ -19,13 +20,20 @@ class EpisodeStats:
         stats.start_iteration(); stats.add(step_type, reward)
         hook_metrics = stats.latest()
         if a row is written: row.update(stats.pop())
+
+    With ``groups`` (:class:`~rlengine.run.groups.RowGroups`: the environment names each row's group, e.g.
+    its agent) every episode also counts in its group's ``train/<group>/episode_return``, and with
+    outcomes in the win, draw and loss rates; without, nothing more is kept.
     """
 
-    def __init__(self, batch: int):
+    def __init__(self, batch: int, groups: Optional[RowGroups] = None):
         self.returns = np.zeros(batch, np.float64)
         self.lengths = np.zeros(batch, np.int64)
+        self.groups = groups
         self.finished_returns: list[float] = []
         self.finished_lengths: list[int] = []
+        self.finished_rows: list[int] = []  # with groups only: each finished episode's env id ...
+        self.finished_last: list[float] = []  # ... and its last reward
         self._iteration_start = 0  # index into the finished lists where this iteration's episodes begin
 
     def start_iteration(self) -> None:
@@ -66,17 +74,27 @@ class EpisodeStats:
         if len(last):
             self.finished_returns.extend(self.returns[last].tolist())
             self.finished_lengths.extend(self.lengths[last].tolist())
+            if self.groups is not None:
+                self.finished_rows.extend(last.tolist())
+                self.finished_last.extend(r[st == StepType.LAST].tolist())
 
     def latest(self) -> dict:
         """Statistics of the episodes finished since ``start_iteration()`` (may be empty)."""
-        start = self._iteration_start
-        return _summary(self.finished_returns[start:], self.finished_lengths[start:])
+        return self._summary(self._iteration_start)
 
     def pop(self) -> dict:
         """Statistics of the episodes finished since the last call (may be empty)."""
-        out = _summary(self.finished_returns, self.finished_lengths)
-        self.finished_returns, self.finished_lengths = [], []
+        out = self._summary(0)
+        self.finished_returns, self.finished_lengths, self.finished_rows, self.finished_last = [], [], [], []
         self._iteration_start = 0
+        return out
+
+    def _summary(self, start: int) -> dict:
+        out = _summary(self.finished_returns[start:], self.finished_lengths[start:])
+        if self.groups is not None and out:
+            out.update(self.groups.metrics("train", "episode_return", np.array(self.finished_returns[start:]),
+                                           np.array(self.finished_rows[start:], np.int64),
+                                           np.array(self.finished_last[start:])))
         return out
 
 

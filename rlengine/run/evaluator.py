@@ -33,6 +33,7 @@ from rlengine.collect.policy_step import greedy
 from rlengine.collect.stepper import stepper_for
 from rlengine.collect.stepping_function import SteppingFunction
 from rlengine.collect.transformers import TransformerChain
+from rlengine.run.groups import RowGroups
 
 
 class Evaluator:
@@ -58,6 +59,7 @@ class Evaluator:
         self.caller = stepper_for(env, env.time_step_spec(),
                                   before_call=lambda: stopping.raise_if_requested("evaluation"))
         self.watch = FaultWatch(env)
+        self.groups = RowGroups.of([env], env.first_env_id + copies)  # an agent's episodes, where rows are agents
         self.evaluate = SteppingFunction(self._evaluate, self.caller)
 
     def run(self) -> dict:
@@ -68,13 +70,19 @@ class Evaluator:
             if self.caller.error is not None:  # a stop request, or the environment's own error
                 raise self.caller.error from exc
             raise
-        returns, lengths = episodes_of(*(t.numpy() for t in steps))
-        return {
+        reward, live, ended = (t.numpy() for t in steps)
+        returns, lengths = episodes_of(reward, live, ended)
+        metrics = {
             "eval/average_return": float(np.mean(returns)),
             "eval/std_return": float(np.std(returns)),
             "eval/average_length": float(np.mean(lengths)),
             "eval/episodes": float(len(returns)),
         }
+        if self.groups is not None:
+            copies, steps_ended = np.nonzero(ended.T)  # copy after copy, as episodes_of counts them
+            metrics.update(self.groups.metrics("eval", "average_return", returns, self.env.copy_ids[copies],
+                                               reward[steps_ended, copies]))
+        return metrics
 
     def close(self) -> None:
         self.watch.close()

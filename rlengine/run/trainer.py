@@ -33,6 +33,7 @@ from rlengine.run.checkpoints.best import BestCheckpoint
 from rlengine.run.checkpoints.schedule import CheckpointSchedule
 from rlengine.run.checkpoints.store import RunCheckpoints, first_nonfinite_variable  # noqa: F401 (importable from here)
 from rlengine.run.episodes import EpisodeStats
+from rlengine.run.groups import RowGroups
 from rlengine.run.process import signals
 from rlengine.run.process.startup import StartupClock
 
@@ -75,8 +76,9 @@ class Trainer:
         self.summary_time = 0.0  # writers and hooks, to keep summaries visibly cheap
         self.cfg = run.config.train
         self.steps_per_iteration = self.cfg.unroll_length * self.cfg.num_envs
-        self.stats = EpisodeStats(self.cfg.num_envs)  # saved with checkpoints, for episodes that continue
-        self.checkpoints = RunCheckpoints(run, components, self.stats)  # a run dir with checkpoints resumes
+        # saved with checkpoints, for episodes that continue; per agent too where the rows are agents
+        self.stats = EpisodeStats(self.cfg.num_envs, RowGroups.of(components.envs, self.cfg.num_envs))
+        self.checkpoints = RunCheckpoints(run, components, self.stats, plugins)  # a run dir with checkpoints resumes
         self.checkpoint = self.checkpoints.checkpoint
         self.best = BestCheckpoint(run.root_dir, components)  # checkpoints/best/: written by _evaluate
         self.schedule = CheckpointSchedule(self.cfg.checkpoint_interval, self.cfg.checkpoint_seconds)

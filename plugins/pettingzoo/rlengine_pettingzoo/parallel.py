@@ -42,7 +42,7 @@ class ParallelGames:
     """``num_copies`` games made by ``make()``, stepped one after the other, their agents as rows."""
 
     def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool,
-                 global_state: bool = False):
+                 global_state: bool = False, first_row: int = 0):
         self.games = [make() for _ in range(num_copies)]
         first = self.games[0]
         self.agents = list(first.possible_agents)
@@ -61,6 +61,11 @@ class ParallelGames:
     @property
     def rows(self) -> int:
         return len(self.games) * len(self.agents)
+
+    @property
+    def row_groups(self) -> list:
+        """The agent of every row: ``possible_agents`` once per copy."""
+        return self.agents * len(self.games)
 
     def reset(self, seeded: bool = False) -> tuple:
         """Every copy afresh: ``(step_type, reward, discount, observation)`` rows, all ``FIRST``."""

@@ -1,7 +1,8 @@
 """``TurnGames``: copies of a turn-based (AEC) game, the learner in one seat of each, one batch row per copy.
 
-The learner's seat goes round: copy ``c``'s ``k``-th game seats it at ``possible_agents[(c + k) % A]``,
-so it plays first and second equally often. The other seats are played by the opponent (``random``: a
+Row ``r`` (the run-wide row number, ``first_row + c``) always seats the learner at
+``possible_agents[r % A]``, so with a multiple of ``A`` rows it plays every seat equally often, and
+each row's episodes are one seat's (its ``row_groups``). The other seats are played by the opponent (``random``: a
 uniformly random legal move, from the ``action_mask`` where the game has one). A row's step is the
 learner's move and the opponents' replies up to its next turn; its reward is what the learner gained
 over them (PettingZoo's cumulative reward of the seat), ``LAST`` when the game ends (discount 0, or 1
@@ -31,7 +32,7 @@ class TurnGames:
     """``num_copies`` AEC games made by ``make()``; row ``c`` is the learner's seat in copy ``c``."""
 
     def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool,
-                 global_state: bool = False):
+                 global_state: bool = False, first_row: int = 0):
         if global_state:
             raise ConfigError(f"environment {env_id!r} is played turn by turn, one learner row per game, which has "
                               f"no global state for a centralised critic; set [pettingzoo] global_state = false")
@@ -41,14 +42,18 @@ class TurnGames:
         self.layout = RowLayout(env_id, self.agents, first.observation_space, first.action_space, agent_id)
         self.seed = seed
         self.rngs = [np.random.default_rng(seed + c) for c in range(num_copies)]
-        self.games_played = np.zeros(num_copies, dtype=np.int64)
-        self.seat = np.zeros(num_copies, dtype=np.int64)  # the learner's index in possible_agents
+        self.seat = (first_row + np.arange(num_copies)) % len(self.agents)  # the learner's index in possible_agents
         self.over = np.ones(num_copies, dtype=bool)
         self.observation_spec = self.layout.observation_spec
 
     @property
     def rows(self) -> int:
         return len(self.games)
+
+    @property
+    def row_groups(self) -> list:
+        """The learner's seat of every row."""
+        return [self.agents[seat] for seat in self.seat]
 
     def reset(self, seeded: bool = False) -> tuple:
         obs = [self._reset(c, self.seed + c if seeded else None) for c in range(self.rows)]
@@ -76,8 +81,6 @@ class TurnGames:
     def _reset(self, c: int, seed: int | None) -> Any:
         game = self.games[c]
         game.reset(seed=seed)
-        self.seat[c] = (c + self.games_played[c]) % len(self.agents)
-        self.games_played[c] += 1
         self.over[c] = False
         obs, _, terminated, truncated = self._learners_turn(c)
         self.over[c] = terminated or truncated

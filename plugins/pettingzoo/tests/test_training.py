@@ -49,8 +49,11 @@ def test_ppo_steps_simple_spread_one_row_per_agent(tmp_path):
     episodes = [m for m in iterations.metrics if "train/episodes" in m]
     assert sum(m["train/episodes"] for m in episodes) == 12  # steps 25 and 51 (after a reset step) end 6 each
     assert all(m["train/episode_length"] == 25 for m in episodes)
+    assert all(f"train/agent_{i}/episode_return" in m for m in episodes for i in range(3))  # one per agent
     returns = engine.evaluate(6)
     assert returns["eval/episodes"] == 6 and returns["eval/average_length"] == 25
+    assert np.mean([returns[f"eval/agent_{i}/average_return"] for i in range(3)]) == pytest.approx(
+        returns["eval/average_return"])  # 2 episodes of each agent
 
 
 class LegalMoves:

@@ -2,8 +2,10 @@
 
 Three agents, ``Discrete(2)`` actions. ``quitter`` terminates after 2 steps, the others are truncated
 after 4. ``short`` observes 2 numbers, the others 3: ``[step, its last action, agent index]`` (cut to
-2 for ``short``). Each agent's reward is its last action plus 10 times its index, so a row's reward says
-whose it is.
+2 for ``short``). Each agent's reward is its last action (times ``action_pay``, 1 by default) plus 10
+times its index, so a row's reward says whose it is.
+
+``CoopGame`` is a cooperative one for DQN: see its docstring.
 """
 
 import functools
@@ -19,9 +21,10 @@ QUIT_AT, LENGTH = 2, 4
 class TinyGame(ParallelEnv):
     metadata = {"name": "tiny_v0", "is_parallelizable": True}
 
-    def __init__(self, render_mode=None):
+    def __init__(self, render_mode=None, action_pay=1):
         self.possible_agents = list(AGENTS)
         self.render_mode = render_mode
+        self.action_pay = action_pay
         self.t = 0
 
     @functools.lru_cache(maxsize=None)
@@ -45,7 +48,7 @@ class TinyGame(ParallelEnv):
     def step(self, actions):
         self.t += 1
         obs = {a: self._obs(a, int(actions[a])) for a in self.agents}
-        rewards = {a: float(actions[a]) + 10 * AGENTS.index(a) for a in self.agents}
+        rewards = {a: self.action_pay * float(actions[a]) + 10 * AGENTS.index(a) for a in self.agents}
         terminated = {a: a == "quitter" and self.t >= QUIT_AT for a in self.agents}
         truncated = {a: a != "quitter" and self.t >= LENGTH for a in self.agents}
         infos = {a: {} for a in self.agents}
@@ -55,3 +58,54 @@ class TinyGame(ParallelEnv):
 
 def parallel_env(**kwargs):
     return TinyGame(**kwargs)
+
+
+class CoopGame(ParallelEnv):
+    """Two agents, ``COOP_LENGTH`` steps, ``Discrete(2)`` actions; both see the same random bit (one-hot).
+
+    ``left`` is right to play the bit and ``right`` its opposite; both are paid 1 on a step where both
+    are right, else 0 (a shared reward). The most an agent can gain is ``COOP_LENGTH``, random play
+    gains a quarter of it, and one policy for both must tell them apart by the agent id.
+    """
+
+    metadata = {"name": "coop_v0", "is_parallelizable": True}
+    agents_names = ["left", "right"]
+
+    def __init__(self, render_mode=None):
+        self.possible_agents = list(self.agents_names)
+        self.render_mode = render_mode
+        self.rng = np.random.default_rng(0)
+        self.bit, self.t = 0, 0
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent):
+        return spaces.Box(0.0, 1.0, (2,), np.float32)
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent):
+        return spaces.Discrete(2)
+
+    def _observe(self):
+        self.bit = int(self.rng.integers(2))
+        return {a: np.eye(2, dtype=np.float32)[self.bit] for a in self.agents}
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.t, self.agents = 0, list(self.possible_agents)
+        return self._observe(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        both_right = int(actions["left"]) == self.bit and int(actions["right"]) == 1 - self.bit
+        rewards = {a: float(both_right) for a in self.agents}
+        over = self.t >= COOP_LENGTH
+        obs = self._observe()
+        ends = {a: over for a in self.agents}
+        infos = {a: {} for a in self.agents}
+        if over:
+            self.agents = []
+        return obs, rewards, {a: False for a in ends}, ends, infos
+
+
+COOP_LENGTH = 8

@@ -13,6 +13,7 @@ from rlengine.commands.terminal import say_on_a_terminal
 TRAIN_FLAGS = {  # flag -> train.<key>
     "algorithm": "algorithm", "env": "env", "num_envs": "num_envs",
     "num_env_steps": "num_env_steps", "seed": "seed", "root_dir": "root_dir", "dataset": "dataset",
+    "init_from": "init_from",
 }
 
 
@@ -26,6 +27,9 @@ class Train(Command):
         t.add_argument("--env", help="environment name or Gymnasium id (train.env)")
         t.add_argument("--dataset", help="a Minari dataset id or path to learn from offline (train.dataset; "
                                          "needs the offline plugin, docs/offline.md)")
+        t.add_argument("--init-from", metavar="RUN_DIR",
+                       help="start from that run's checkpoint (train.init_from; train.init_checkpoint picks which): "
+                            "fine-tuning, or offline to online with --dataset (docs/offline.md)")
         t.add_argument("--num-envs", type=int, help="environment copies (train.num_envs)")
         t.add_argument("--num-env-steps", type=int, help="env-step budget (train.num_env_steps)")
         t.add_argument("--seed", type=int, help="run seed (train.seed)")

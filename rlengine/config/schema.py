@@ -61,6 +61,11 @@ class TrainConfig:
     # a Minari dataset id or path to learn from with no environment stepping (the offline plugin's pipeline reads
     # it, and the run's environment only evaluates); empty: learn by stepping train.env
     dataset: str = ""
+    # a run directory whose checkpoint (train.init_checkpoint) starts this run's weights, optimizer and
+    # statistics, its counters and replay starting afresh (fine-tuning; with train.dataset an off-policy run's
+    # replay starts with the dataset: offline to online); a run that has checkpoints of its own resumes them instead
+    init_from: str = ""
+    init_checkpoint: str = "latest"  # the checkpoint of train.init_from: "latest", "best" or an iteration number
     # NaN guard: stop the run after this many updates in a row skipped for a non-finite loss or gradient
     max_nonfinite_updates: int = attrs.field(default=100, validator=_positive)
     # Environment faults: a training env whose step or reset raises is recreated (new seed, same env ids)

@@ -7,14 +7,14 @@ implemented by plugin modules, and by callbacks: classes registered with
 ``rlengine_register_callbacks``, one instance of each per run, registered
 for that run only. Lifecycle hooks run in this order during ``rlengine train``::
 
-    rlengine_configure -> rlengine_train_start
+    rlengine_configure -> rlengine_train_start [-> rlengine_dataset_rows]
         -> (rlengine_iteration_end [-> rlengine_evaluation_end] [-> rlengine_checkpoint_saved])*
     -> rlengine_train_end        # always, also when the run fails
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from rlengine.plugin.markers import hookspec
 
@@ -185,6 +185,23 @@ def rlengine_configure(config: "RunConfig") -> Optional["RunConfig"]:
     config (e.g. ``attrs.evolve(config, ...)``) to replace it, or ``None``
     to keep it; raise :class:`rlengine.ConfigError` to refuse it.
     Implementations are chained: each sees the previous one's result.
+    """
+
+
+@hookspec(firstresult=True)
+def rlengine_dataset_rows(dataset: str, config: "RunConfig", specs: Any, rows_spec: Any) -> Optional[Iterable[Any]]:
+    """The rows of ``dataset`` for an off-policy run's replay, or ``None`` when this plugin does not read it.
+
+    Asked once when a run that steps environments names ``train.dataset``
+    (offline to online: its replay starts with the dataset's episodes; on a
+    resume, only when the replay was not checkpointed). ``specs`` are the
+    run's prepared :class:`~rlengine.api.specs.RunSpecs`, to check the
+    dataset's spaces against (raise :class:`rlengine.ConfigError` naming
+    both when they differ); ``rows_spec`` is the spec of one replay row.
+    Yield nests of numpy rows shaped like ``rows_spec`` with a leading row
+    axis, episode after episode (each episode FIRST ... LAST, as
+    :mod:`rlengine.api.data` defines them); the core assigns the rows to the
+    replay's rings. The first plugin that answers is used.
     """
 
 

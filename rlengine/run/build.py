@@ -32,6 +32,7 @@ from rlengine.learn.replicas import learner_replicas, learner_scope
 from rlengine.learn.reward_scale import RewardScale
 from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
+from rlengine.run.dataset_replay import check_dataset_replay
 from rlengine.run.evaluator import Evaluator
 from rlengine.run.process.memory import check_fits
 from rlengine.run.process.runtime import prepare_runtime, start_runtime
@@ -175,9 +176,7 @@ def check_names(config: RunConfig, plugins: Plugins) -> None:
         reg.writers.get(name)
     cls, section = pipeline_class(config, plugins)
     if cfg.dataset and not cls.reads_datasets:
-        raise ConfigError(f"train.dataset = {cfg.dataset!r}, but pipeline {cfg.pipeline!r} steps environments "
-                          "and reads no dataset; install the offline plugin (pip install -e plugins/offline), which "
-                          "trains from it, or leave train.dataset empty")
+        check_dataset_replay(cfg, algorithm_class, plugins)
     checked_env_layout(config, cls, section, algorithm_class)  # settings that cannot run: refused before any file
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)
 

@@ -29,6 +29,7 @@ from rlengine.plugin.manager import Plugins, build_plugins
 from rlengine.run.build import Components, build_components, check_names, config_classes, environment_class
 from rlengine.run.callbacks import RunCallbacks
 from rlengine.run.checkpoints.choice import LATEST, CheckpointChoiceError, Choice, chosen_checkpoint, parse_choice
+from rlengine.run.checkpoints.initial import checked_init_source
 from rlengine.run.checkpoints.restoring import checked_choice, restore_choice
 from rlengine.run.checkpoints.rundir import RunDirectory, claimed
 from rlengine.run.checkpoints.saved_specs import write_specs
@@ -111,6 +112,7 @@ class Engine:
         with claimed(root_dir) as run_dir:  # one writer; a start refused inside leaves the dir as it was
             with naming_preset(self.preset):
                 check_resumable(root_dir, self.config.to_dict(), self.force, default_values(self.config))
+            checked_init_source(cfg, root_dir)  # a wrong train.init_from is refused before anything is built
             return self._train_claimed(run_dir, start)
 
     def _train_claimed(self, run_dir: RunDirectory, start: float) -> TrainResult:

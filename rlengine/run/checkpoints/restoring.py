@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
@@ -137,6 +137,22 @@ def _restore_damage(prefix: str, restore: Callable[[str], object]) -> str:
             f"difference: {difference}): use the config it was trained with, or train into a new --root-dir",
             prefix, difference) from None
     return ""
+
+
+def expect_partial_restores(trace: Any) -> None:
+    """Mark the restores a failed ``Checkpoint.restore`` left behind as partial on purpose.
+
+    A restore that raises (another network shape, ``--force`` onto another config) never returns the
+    status whose ``expect_partial()`` would say so; TensorFlow then lists every value of the checkpoint
+    left unrestored when its restore coordinator is collected (13 warnings after the one line that
+    names the checkpoint and the fix). The failure itself is ours to report, and is: so the coordinator,
+    found among the failing frames' locals, is told what its status would have been.
+    """
+    while trace is not None:
+        for value in trace.tb_frame.f_locals.values():
+            if type(value).__name__ == "_CheckpointRestoreCoordinator" and hasattr(value, "expect_partial"):
+                value.expect_partial = True
+        trace = trace.tb_next
 
 
 def _first_difference(error: BaseException) -> str:

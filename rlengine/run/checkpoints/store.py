@@ -51,7 +51,9 @@ from rlengine.run.checkpoints.files import (
     newest_sound_checkpoint,
     write_tf_index,
 )
-from rlengine.run.checkpoints.restoring import restore_newest
+from rlengine.run.checkpoints.initial import checked_init_source, initialize_from
+from rlengine.run.checkpoints.restoring import expect_partial_restores, restore_newest
+from rlengine.run.dataset_replay import fill_replay_from_dataset
 from rlengine.run.episodes import EpisodeStats
 
 
@@ -168,9 +170,10 @@ BLOBS = ("global_random", "pipeline", "episode_stats", "eval_environment", "conf
 class RunCheckpoints:
     """Saves and restores everything a run needs to continue (see the module docstring)."""
 
-    def __init__(self, run: Any, components: Any, stats: EpisodeStats):
+    def __init__(self, run: Any, components: Any, stats: EpisodeStats, plugins: Any = None):
+        """``plugins``: the run's plugin manager, asked for ``train.dataset``'s rows when the replay starts."""
         cfg = run.config.train
-        self.run, self.components, self.stats = run, components, stats
+        self.run, self.components, self.stats, self.plugins = run, components, stats, plugins
         self.directory = checkpoint_dir(run.root_dir)
         self.keep = cfg.keep_checkpoints
         self.iteration = tf.Variable(0, dtype=tf.int64, trainable=False, name="iteration")
@@ -225,12 +228,17 @@ class RunCheckpoints:
         if restored is None:  # from scratch; rows a run killed before its first checkpoint wrote are void
             for writer in parts.writers:
                 writer.resume_from(0)
+            if run.config.train.init_from:
+                initialize_from(run.config.train, parts, checked_init_source(run.config.train, run.root_dir))
+            fill_replay_from_dataset(run.config, parts, self.plugins)
             parts.pipeline.start()
             return
         run.iteration, run.env_steps = int(self.iteration.numpy()), int(self.env_steps.numpy())
         _restore_global_random_state(self.blobs["global_random"].numpy())
         for writer in parts.writers:
             writer.resume_from(run.env_steps)
+        if not run.config.train.checkpoint_replay:  # the replay restarts: with the dataset again, if any
+            fill_replay_from_dataset(run.config, parts, self.plugins)
         with env_state.reading_from(restored):  # a warning about untrusted env state names this checkpoint
             _restore_evaluation(parts, self.blobs["eval_environment"].numpy())
             continued = parts.pipeline.resume(self.blobs["pipeline"].numpy())
@@ -241,24 +249,8 @@ class RunCheckpoints:
         try:
             self.checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
         except Exception as exc:
-            _expect_partial_restores(exc.__traceback__)
+            expect_partial_restores(exc.__traceback__)
             raise
-
-
-def _expect_partial_restores(trace: Any) -> None:
-    """Mark the restores a failed ``Checkpoint.restore`` left behind as partial on purpose.
-
-    A restore that raises (another network shape, ``--force`` onto another config) never returns the
-    status whose ``expect_partial()`` would say so; TensorFlow then lists every value of the checkpoint
-    left unrestored when its restore coordinator is collected (13 warnings after the one line that
-    names the checkpoint and the fix). The failure itself is ours to report, and is: so the coordinator,
-    found among the failing frames' locals, is told what its status would have been.
-    """
-    while trace is not None:
-        for value in trace.tb_frame.f_locals.values():
-            if type(value).__name__ == "_CheckpointRestoreCoordinator" and hasattr(value, "expect_partial"):
-                value.expect_partial = True
-        trace = trace.tb_next
 
 
 def checkpointed_objects(components: Any, with_replay: bool = True) -> dict:

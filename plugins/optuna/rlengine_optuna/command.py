@@ -55,6 +55,7 @@ class Tune(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from rlengine import RLEngineError
+        from rlengine_optuna.journal import TuneDiskFull
         from rlengine_optuna.tuner import TuneInterrupted, Tuner, TuneSettings, print_summary
 
         for flag, value, least in (("--trials", args.trials, 1), ("--last-evals", args.last_evals, 1),
@@ -82,6 +83,11 @@ class Tune(Command):
             print(f"rlengine: {exc}; resume with: {resume_command(getattr(args, 'argv', None), exc.tune_dir)}",
                   file=sys.stderr, flush=True)
             return 128 + exc.signal_number
+        except TuneDiskFull as exc:  # the resume command named, --tune-dir included
+            where = f"tune job {job_index()}: " if job_index() else ""
+            resume = "" if job_index() else f"; resume with: {resume_command(getattr(args, 'argv', None), tuner.tune_dir)}"
+            print(f"rlengine: error: {where}{exc}{resume}", file=sys.stderr, flush=True)
+            return 1
         if not job_index():
             print()
             print_summary(result, tuner.params, tuner.objective)

@@ -9,9 +9,10 @@ Layout of a tune dir::
 
 A journal file rather than SQLite: every change is one appended, fsynced
 line, so a tune killed at any point leaves at worst one half-written last
-line (dropped on the next start, see :func:`repair_journal`), there is no
-schema to migrate between Optuna versions, and no database driver is
-involved. ``optuna-dashboard study.log`` reads it as it is.
+line (dropped on the next start, see :func:`repair_journal`), an append
+that a full disk stops leaves nothing of itself (:mod:`rlengine_optuna.journal`),
+there is no schema to migrate between Optuna versions, and no database
+driver is involved. ``optuna-dashboard study.log`` reads it as it is.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import sys
 from typing import Any, Iterator, Optional
 
 import optuna
-from optuna.storages.journal import JournalFileBackend, JournalStorage
+from optuna.storages.journal import JournalStorage
 from optuna.trial import TrialState
 
 from rlengine import RLEngineError
+from rlengine_optuna.journal import JournalFile
 
 STUDY_FILE = "study.log"
 LOCK_FILE = "tune.lock"
@@ -88,14 +90,14 @@ def open_storage(tune_dir: str, job: int = 0) -> JournalStorage:
     process that does (:mod:`rlengine_optuna.jobs`), which has repaired the journal already."""
     path = os.path.join(tune_dir, STUDY_FILE)
     if job:
-        return JournalStorage(JournalFileBackend(path))
+        return JournalStorage(JournalFile(path))
     repair_journal(path)
     check_journal(path)
     # Optuna's own lock file, left behind by a process killed while appending: nobody else can hold it,
     # since this process holds the dir (otherwise Optuna would wait its 30 s grace period)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path + ".lock")
-    return JournalStorage(JournalFileBackend(path))
+    return JournalStorage(JournalFile(path))
 
 
 def repair_journal(path: str) -> None:

@@ -19,6 +19,7 @@ import attrs
 
 from rlengine import RLEngineError, hookimpl
 from rlengine.errors import NonFiniteError, TrainingInterrupted, one_line
+from rlengine.files import disk_full
 
 COMPLETE, PRUNED, FAIL = "complete", "pruned", "fail"
 
@@ -80,8 +81,9 @@ def run_trial(make_engine: Callable[[TrialReporter], Any], reporter: TrialReport
 
     A run that diverges (the NaN guard stops it, or an evaluation is not
     finite) is pruned: the sampler then ranks its region below every
-    finished trial. Any other error fails the trial with its one line, and
-    tuning goes on.
+    finished trial. A full disk propagates (the next trials would fail
+    alike). Any other error fails the trial with its one line, and tuning
+    goes on.
     """
     start = time.perf_counter()
 
@@ -92,12 +94,10 @@ def run_trial(make_engine: Callable[[TrialReporter], Any], reporter: TrialReport
         result = make_engine(reporter).train()
     except TrainingInterrupted:
         raise
-    except NonFiniteError as error:
-        return ended(PRUNED, f"diverged: {_line(error)}")
-    except RLEngineError as error:
-        return ended(FAIL, _line(error))
-    except Exception as error:  # a sampled value TensorFlow refuses, a plugin's bug: this trial fails, not the study
-        return ended(FAIL, f"{type(error).__name__}: {_line(error)}")
+    except Exception as error:
+        if disk_full(error) is not None:  # every trial after it would fail alike: the tuner stops the session
+            raise
+        return _failed(error, ended)
     reporter.env_steps = result.env_steps
     if reporter.diverged:
         return ended(PRUNED, reporter.diverged)
@@ -107,6 +107,16 @@ def run_trial(make_engine: Callable[[TrialReporter], Any], reporter: TrialReport
     if value is None:
         return ended(FAIL, "the run made no evaluation (set train.eval_interval)")
     return ended(COMPLETE, value=value)
+
+
+def _failed(error: Exception, ended: Callable[..., Outcome]) -> Outcome:
+    """How a trial whose run raised ``error`` ended: pruned if it diverged, else failed with its line."""
+    if isinstance(error, NonFiniteError):
+        return ended(PRUNED, f"diverged: {_line(error)}")
+    if isinstance(error, RLEngineError):
+        return ended(FAIL, _line(error))
+    # a sampled value TensorFlow refuses, a plugin's bug: this trial fails, not the study
+    return ended(FAIL, f"{type(error).__name__}: {_line(error)}")
 
 
 def _line(error: BaseException) -> str:

@@ -32,6 +32,7 @@ from rlengine import ConfigError, Engine, RLEngineError
 from rlengine.errors import TrainingInterrupted
 from rlengine_optuna import jobs, report
 from rlengine_optuna import study as studies
+from rlengine_optuna.journal import disk_full_stop
 from rlengine_optuna.params import Param, ParamError, parse_params, toml_value
 from rlengine_optuna.trial import FAIL, PRUNED, TrialReporter, run_trial
 
@@ -124,6 +125,18 @@ class Tuner:
 
     # -- the session -----------------------------------------------------------------------
     def run(self) -> TuneResult:
+        """The session; a full disk under it stops it with one :class:`~rlengine_optuna.journal.TuneDiskFull`."""
+        try:
+            return self._session()
+        except Exception as error:
+            stop = disk_full_stop(error, "a file of the tune")
+            if stop is None:
+                raise
+            if stop.__cause__ is None:  # made here: what it came from, for --debug
+                stop.__cause__ = error
+            raise stop
+
+    def _session(self) -> TuneResult:
         start = time.perf_counter()
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # tune prints its own line per trial
         s = self.settings

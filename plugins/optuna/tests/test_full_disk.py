@@ -15,7 +15,7 @@ from rlengine_optuna import tuner
 from rlengine_optuna.journal import JournalFile, TuneDiskFull
 from rlengine_optuna.tuner import Tuner, TuneSettings
 
-from rlengine import cli
+from rlengine import cli, hookimpl
 
 COMPLETE = optuna.trial.TrialState.COMPLETE
 
@@ -134,3 +134,28 @@ def test_the_command_line_says_it_in_one_line_with_the_resume_command(capsys, tm
     assert line.startswith("rlengine: error: No space left on device while writing the study's journal ")
     assert repr(journal) in line
     assert line.endswith(f"; resume with: rlengine tune --param ppo.gamma=float:0.9:0.99 --tune-dir {tune_dir}")
+
+
+class FullDiskInTheRun:
+    """A run whose checkpoint write finds the disk full at its first iteration."""
+
+    def __init__(self, path):
+        self.path = path
+
+    @hookimpl
+    def rlengine_iteration_end(self, run, iteration):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
+
+
+def test_a_full_disk_in_a_trials_run_stops_the_tune_naming_the_file_not_failing_the_trial(kit_settings):
+    settings = kit_settings()
+    written = os.path.join(settings["tune_dir"], "trial-0", "checkpoints", "ckpt-1.index")
+    settings["extra_plugins"] = (*settings["extra_plugins"], ("full", FullDiskInTheRun(written)))
+
+    with pytest.raises(TuneDiskFull) as info:
+        Tuner(TuneSettings(**settings)).run()
+
+    assert f"while writing a file of the tune {written!r}" in str(info.value)
+    storage = studies.open_storage(settings["tune_dir"])
+    study = optuna.load_study(study_name=studies.STUDY_NAME, storage=storage)
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.RUNNING]  # queued again on resuming

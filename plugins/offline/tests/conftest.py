@@ -54,6 +54,21 @@ def lean_expert():
     return _lean_expert
 
 
+def _checkpoint_values(root_dir, iteration: int) -> dict:
+    """The algorithm's values (weights, optimizer slots, counters) in a run's checkpoint ``iteration``."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(root_dir / "checkpoints" / f"ckpt-{iteration}"))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.startswith("algorithm/")}
+
+
+@pytest.fixture
+def checkpoint_values():
+    """``checkpoint_values(root_dir, iteration)``: name -> value of the algorithm's checkpointed variables."""
+    return _checkpoint_values
+
+
 @pytest.fixture
 def record():
     """``record(dataset_id, env_id, episodes, act=None, expert=False, seed=0)``: a new dataset (see :func:`_record`)."""

@@ -42,7 +42,7 @@ class ParallelGames:
     """``num_copies`` games made by ``make()``, stepped one after the other, their agents as rows."""
 
     def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool,
-                 global_state: bool = False, first_row: int = 0):
+                 global_state: bool = False, first_row: int = 0):  # first_row: TurnGames' (every copy is alike here)
         self.games = [make() for _ in range(num_copies)]
         first = self.games[0]
         self.agents = list(first.possible_agents)

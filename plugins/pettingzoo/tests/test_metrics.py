@@ -5,32 +5,23 @@ import json
 import numpy as np
 import pytest
 import tiny_games
-from rlengine_pettingzoo import environment as environment_module
 from rlengine_pettingzoo.environment import PettingZooEnvironment
-from test_training import Iterations, pettingzoo_plugins
+from test_training import Iterations, pettingzoo_plugins, tiny_game_run
 
 import rlengine
 from rlengine import StepType
 from rlengine.run.episodes import EpisodeStats
 from rlengine.run.groups import RowGroups
 
-pytest.importorskip("rlengine_algorithms", reason="PPO and DQN are the algorithms plugin's")
-
-
-def _engine(tmp_path, monkeypatch, module, algorithm, **train):
-    """An Engine on the tiny game ``module`` (``pettingzoo/tiny_v0``) with ``algorithm``."""
-    monkeypatch.setattr(environment_module, "resolve_module", lambda env_id: module)
-    raw = {"train": dict(algorithm=algorithm, env="pettingzoo/tiny_v0", seed=0, writers=["jsonl"],
-                         root_dir=str(tmp_path / "run"), **train)}
-    return raw
+pytest.importorskip("rlengine_algorithms", reason="PPO is the algorithms plugin's")
 
 
 @pytest.mark.thorough  # a training run with evaluations (5 s); test_training's short run checks the keys
 def test_each_agents_return_is_reported_under_its_name_in_training_and_evaluation(tmp_path, monkeypatch):
     """Rewards 0, 10 and 20 a step whatever the action: ``quitter`` leaves after 2 steps (0), ``short`` and
     ``stayer`` play 4 (40 and 80); the mean over the rows' episodes is 40."""
-    raw = _engine(tmp_path, monkeypatch, tiny_games, "ppo", num_envs=6, unroll_length=5, num_env_steps=120,
-                  eval_interval=4, num_eval_episodes=3)
+    raw = tiny_game_run(tmp_path, monkeypatch, tiny_games, "ppo", num_envs=6, unroll_length=5,
+                        num_env_steps=120, eval_interval=4, num_eval_episodes=3)
     raw["ppo"] = {"num_epochs": 1, "mini_batch_size": 0}
     raw["pettingzoo"] = {"make_kwargs": {"action_pay": 0}}
     iterations = Iterations()
@@ -77,3 +68,4 @@ def test_single_agent_environments_keep_their_metrics_alone():
     stats.add(np.array([[StepType.MID, StepType.LAST]]), np.array([[1.0, 2.0]]))
     assert stats.groups is None and set(stats.pop()) == {"train/episode_return", "train/episode_length",
                                                          "train/episodes"}
+

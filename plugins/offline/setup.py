@@ -4,7 +4,7 @@ setup(
     name="rlengine-offline",
     version="0.1.0",
     description="Learning from data for rlengine: Minari datasets (rlengine collect), an offline pipeline, "
-                "behaviour cloning",
+                "behaviour cloning, TD3+BC, IQL",
     packages=["rlengine_offline"],
     python_requires=">=3.10",
     install_requires=[

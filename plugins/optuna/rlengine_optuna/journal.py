@@ -17,6 +17,7 @@ journal, so the next session queues it again (:func:`rlengine_optuna.study.reque
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from typing import Any, Optional
@@ -24,7 +25,9 @@ from typing import Any, Optional
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
 from rlengine import RLEngineError
-from rlengine.files import DISK_FULL, disk_full
+
+#: The errors of a full disk: no space left, or the user's quota used up.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class TuneDiskFull(RLEngineError):
@@ -79,23 +82,28 @@ def _append_whole(fd: int, data: bytes, path: str) -> None:
         raise TuneDiskFull(error.errno, path, "the study's journal") from error
 
 
+def full_disk_error(error: BaseException) -> Optional[OSError]:
+    """The ``OSError`` of a full disk that ``error`` is or was raised from (a plugin's hook wraps what it
+    raised), else None. The engine's writes give a full disk as such an error, whichever library wrote."""
+    return next((cause for cause in _chain(error) if isinstance(cause, OSError) and cause.errno in DISK_FULL), None)
+
+
 def disk_full_stop(error: BaseException, where: str) -> Optional[TuneDiskFull]:
     """The :class:`TuneDiskFull` that ``error`` is or comes from a full disk of (None: another error); a file
     of a trial's run is named as ``where`` wrote it."""
-    chain = _chain(error)  # a plugin's hook wraps what it raised: the journal's own error may be inside
-    own = next((cause for cause in chain if isinstance(cause, TuneDiskFull)), None)
-    if own is not None:
+    own = next((cause for cause in _chain(error) if isinstance(cause, TuneDiskFull)), None)
+    if own is not None:  # the journal's, perhaps inside the error of the hook that reported to the study
         return own
-    code = disk_full(error)
-    if code is None:
+    full = full_disk_error(error)
+    if full is None:
         return None
-    named = next((e.filename for e in chain if isinstance(e, OSError) and e.filename), None)
-    return TuneDiskFull(code, str(named) if named else "(a file it did not name)", where)
+    return TuneDiskFull(full.errno, str(full.filename) if full.filename else "(a file it did not name)", where)
 
 
 def _chain(error: BaseException) -> list:
-    found, cause = [], error
-    while cause is not None:
+    found: list = []
+    cause: Optional[BaseException] = error
+    while cause is not None and cause not in found:
         found.append(cause)
         cause = cause.__cause__
     return found

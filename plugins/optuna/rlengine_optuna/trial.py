@@ -19,7 +19,7 @@ import attrs
 
 from rlengine import RLEngineError, hookimpl
 from rlengine.errors import NonFiniteError, TrainingInterrupted, one_line
-from rlengine.files import disk_full
+from rlengine_optuna.journal import full_disk_error
 
 COMPLETE, PRUNED, FAIL = "complete", "pruned", "fail"
 
@@ -95,7 +95,7 @@ def run_trial(make_engine: Callable[[TrialReporter], Any], reporter: TrialReport
     except TrainingInterrupted:
         raise
     except Exception as error:
-        if disk_full(error) is not None:  # every trial after it would fail alike: the tuner stops the session
+        if full_disk_error(error) is not None:  # every trial after it would fail alike: the tuner stops the session
             raise
         return _failed(error, ended)
     reporter.env_steps = result.env_steps

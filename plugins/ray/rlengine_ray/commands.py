@@ -62,9 +62,19 @@ class RayTune(Command):
         add_ray_arguments(parser, "trial")
         parser.add_argument("--concurrent", type=int, default=2, metavar="N",
                             help="with --ray: trials training at a time (default 2)")
+        parser.add_argument("--pbt", action="store_true",
+                            help="with --ray: population-based training (Ray Tune's PBT) in place of a search: the "
+                                 "--param keys are mutated as the members train (docs/tune.md)")
+        parser.add_argument("--population", type=int, default=4, metavar="N",
+                            help="with --pbt: members training at once (default 4)")
+        parser.add_argument("--perturb-interval", type=int, metavar="STEPS",
+                            help="with --pbt: env steps between exploit/explore rounds (default: a fifth of the "
+                                 "budget)")
 
     def prepare(self, args: argparse.Namespace) -> None:
         if not ray_wanted(args):
+            if args.pbt:
+                raise ConfigError("--pbt trains its population on Ray Tune: add --ray (a local Ray starts by itself)")
             return
         if args.jobs != 1:
             raise ConfigError("--jobs runs trials in processes on this machine; with --ray, --concurrent N says how "
@@ -77,7 +87,16 @@ class RayTune(Command):
             raise ConfigError("rlengine tune --ray needs Ray Tune, which is not installed: "
                               "pip install 'rlengine-ray[tune]'") from None
 
+        if args.pbt and (args.population < 2 or (args.perturb_interval is not None and args.perturb_interval < 1)):
+            raise ConfigError(f"--pbt needs --population of at least 2 and a --perturb-interval of at least 1 env "
+                              f"step, got {args.population} and {args.perturb_interval}")
+
         def run_on_ray(tuner) -> int:
+            if args.pbt:
+                from rlengine_ray.pbt import run_pbt
+
+                interval = args.perturb_interval or max(1, tuner.base.config.train.num_env_steps // 5)
+                return run_pbt(tuner, args.ray_address or "", args.ray_cpus, args.ray_gpus, args.population, interval)
             from rlengine_ray.tune import run_on_ray
 
             return run_on_ray(tuner, args.ray_address or "", args.ray_cpus, args.ray_gpus, args.concurrent)

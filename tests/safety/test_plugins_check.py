@@ -100,6 +100,12 @@ def rlengine_register_writers(register):
 def rlengine_register_pipelines(register):
     register("missing", "rlengine.pipelines:NoSuchPipeline")
 """,
+    # a class of another kind than it is registered as (an encoder registered as a pipeline)
+    "wrong-kind": HEAD + """
+@hookimpl
+def rlengine_register_pipelines(register):
+    register("not_a_pipeline", "rlengine_broken_classes:Wide")
+""",
     # a command module that takes its time at import (TensorFlow at its top does the same, for seconds)
     "slow-import": HEAD + f"""
 import time
@@ -174,7 +180,8 @@ def test_the_check_without_tensorflow_names_each_broken_registration_and_what_it
         "rlengine: warning: ")
     assert not [line for line in lines if "slow to import" in line and "slow-import" not in line]
     # what needs TensorFlow is left to --build, and said so
-    assert not [line for line in lines if any(name in line for name in ("wrong-width", "lazy-weights", "float64"))]
+    assert not [line for line in lines
+                if any(name in line for name in ("wrong-width", "lazy-weights", "float64", "wrong-kind"))]
     assert "slow-import" in out and _counted(out, lines)
     assert "Not checked: " in out and "encoders built" in out and "rlengine plugins --check --build" in out
 
@@ -188,6 +195,18 @@ def test_the_check_imports_no_tensorflow(broken_distribution):
     assert done.stdout.splitlines()[-1] == "1 []", (done.stdout, done.stderr)
 
 
+def test_the_build_check_finds_an_encoder_of_another_width_and_a_class_of_another_kind(broken_distribution, capsys):
+    from rlengine.plugin.loading import entry_points
+
+    others = [e.name for e in entry_points([]) if e.name not in ("wrong-width", "wrong-kind")]  # built: those two
+    status, out, lines = _check(capsys, disabled=others, build=True)
+    assert status == 1 and _counted(out, lines) and "2 broken contract(s)" in out
+    assert _line_of(lines, "wrong-width", "encoder 'wrong_width'", "declares float32 [2, 8]").startswith(
+        "rlengine: error: ")
+    assert _line_of(lines, "wrong-kind", "pipeline 'not_a_pipeline'", "not a subclass of rlengine.Pipeline")
+
+
+@pytest.mark.thorough  # every installed plugin's classes built (over 3 s): this package's tox env runs it
 def test_the_build_check_names_each_class_that_breaks_its_contract(broken_distribution, capsys):
     status, out, lines = _check(capsys, build=True)
 
@@ -200,8 +219,16 @@ def test_the_build_check_names_each_class_that_breaks_its_contract(broken_distri
         "rlengine: error: ")
     assert _line_of(lines, "float64-reward", "'broken/Float64-v0'",
                     "reward has dtype float64, expected float32").startswith("rlengine: error: ")
+    assert _line_of(lines, "wrong-kind", "pipeline 'not_a_pipeline'", "not a subclass of rlengine.Pipeline")
     assert _line_of(lines, "clash", "command 'train'", "'builtin-commands'").startswith("rlengine: error: ")
     assert _counted(out, lines) and "Not checked" not in out
+
+
+def test_every_registration_of_the_installed_plugins_resolves_without_tensorflow(capsys, monkeypatch):
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+    status, out, lines = _check(capsys)
+    assert [line for line in lines if line.startswith("rlengine: error: ")] == []
+    assert status == 0 and "0 broken contract(s)" in out and "Not checked: " in out
 
 
 @pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it

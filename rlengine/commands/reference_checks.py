@@ -33,8 +33,12 @@ def reference_problem(reference: str) -> str:
     if invalid:
         return f"{invalid[0]!r} is not a Python name"
     loaded = sys.modules.get(module)
-    if loaded is not None:  # imported already (a plugin's entry point module, the core): ask it
-        return "" if hasattr(loaded, parts[0]) else f"module {module!r} has no {parts[0]!r}"
+    if loaded is not None:  # imported already (a plugin's entry point module, the core): look, running nothing
+        names = vars(loaded)  # not hasattr: a module's __getattr__ may import what this check must not
+        known = parts[0] in names or "__getattr__" in names
+        if known or find_without_importing(f"{module}.{parts[0]}") is not None:
+            return ""
+        return f"module {module!r} has no {parts[0]!r}"
     spec = find_without_importing(module)
     if spec is None:
         return f"no module {module!r} is installed"

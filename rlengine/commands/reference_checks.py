@@ -34,8 +34,8 @@ def reference_problem(reference: str) -> str:
         return f"{invalid[0]!r} is not a Python name"
     loaded = sys.modules.get(module)
     if loaded is not None:  # imported already (a plugin's entry point module, the core): look, running nothing
-        names = vars(loaded)  # not hasattr: a module's __getattr__ may import what this check must not
-        known = parts[0] in names or "__getattr__" in names
+        defined = vars(loaded)  # not hasattr: a module's __getattr__ may import what this check must not
+        known = parts[0] in defined or "__getattr__" in defined
         if known or find_without_importing(f"{module}.{parts[0]}") is not None:
             return ""
         return f"module {module!r} has no {parts[0]!r}"

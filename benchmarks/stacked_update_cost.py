@@ -12,7 +12,7 @@ are timed side by side, each as a graph loop of ``--updates`` updates in one ``t
 Each update is PPO's on CartPole's shapes: actor and critic MLPs 4-64-64, a minibatch of 64 rows,
 the clipped surrogate, the value loss, global-norm clipping per seed, and Adam::
 
-    python benchmarks/stacked_update_cost.py --seeds 16
+    python benchmarks/stacked_update_cost.py --seeds 16 [--jit-compile]
 """
 
 from __future__ import annotations
@@ -85,11 +85,11 @@ def minibatch(stack: int, seed: int) -> tuple:
             *(tf.constant(rng.normal(size=[stack, ROWS]).astype(np.float32)) for _ in range(3)))
 
 
-def graph_loop(groups: list, updates: int):
-    """One ``tf.function``: ``updates`` updates of every group, in a graph loop."""
+def graph_loop(groups: list, updates: int, jit_compile: bool = False):
+    """One ``tf.function``: ``updates`` updates of every group, in a graph loop (one XLA program with ``jit_compile``)."""
     batches = [minibatch(g.stack, i) for i, g in enumerate(groups)]
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def run():
         def body(u):
             for group, batch in zip(groups, batches):
@@ -114,17 +114,18 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=16)
     parser.add_argument("--updates", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--jit-compile", action="store_true", help="each variant's loop as one XLA program")
     args = parser.parse_args()
-    S = args.seeds
-    runs = {"one": graph_loop([Seeds(1, 0)], args.updates),
-            "loop": graph_loop([Seeds(1, s) for s in range(S)], args.updates),
-            "stack": graph_loop([Seeds(S, 0)], args.updates)}
+    S, xla = args.seeds, args.jit_compile
+    runs = {"one": graph_loop([Seeds(1, 0)], args.updates, xla),
+            "loop": graph_loop([Seeds(1, s) for s in range(S)], args.updates, xla),
+            "stack": graph_loop([Seeds(S, 0)], args.updates, xla)}
     timed = {}
     for _round in range(2):  # interleaved, so drift of the machine's load hits each alike
         for name, run in runs.items():
             timed[name] = min(timed.get(name, float("inf")), seconds(run, args.repeats))
     unit = timed["one"] / args.updates
-    print(f"{args.updates} PPO-shaped updates, best of {2 * args.repeats}; per update:")
+    print(f"{args.updates} PPO-shaped updates{' (XLA)' if xla else ''}, best of {2 * args.repeats}; per update:")
     print(f"  one seed            {1e6 * unit:8.0f} us")
     for name in ("loop", "stack"):
         per = timed[name] / args.updates

@@ -2,7 +2,7 @@
 
 ::
 
-    rlengine collect RUN_DIR --episodes 50 --out cartpole/expert-v0 [--checkpoint best|N]
+    rlengine collect RUN_DIR --episodes 50 --out cartpole/expert-v0 [--checkpoint best|N] [--noise explore|X]
     rlengine collect --random --env CartPole-v1 --episodes 50 --out cartpole/random-v0
 
 The dataset is stored where Minari keeps its datasets (``MINARI_DATASETS_PATH``, default
@@ -33,6 +33,10 @@ class Collect(Command):
         parser.add_argument("--random", action="store_true", help="record uniformly random actions instead")
         parser.add_argument("--env", help="with --random: the Gymnasium id to step")
         parser.add_argument("--seed", type=int, default=0, help="episode i starts from reset(seed=SEED + i)")
+        parser.add_argument("--noise", default="", metavar="explore|X",
+                            help="act with noise, not greedily: 'explore' samples the run's own exploration policy; "
+                                 "a number X takes a random action with probability X (discrete actions) or adds "
+                                 "Gaussian noise of X times half the action range (continuous), clipped to it")
 
     def run(self, args: argparse.Namespace) -> int:
         from rlengine import ConfigError
@@ -45,9 +49,12 @@ class Collect(Command):
             raise ConfigError("--random needs --env ID: the Gymnasium environment to step")
         if args.env and not args.random:
             raise ConfigError("--env goes with --random; a run's policy is recorded on the run's own environment")
-        from rlengine_offline.sources import policy_source, random_source
+        if args.noise and args.random:
+            raise ConfigError("--noise goes with a run's policy; --random plays uniformly random actions already")
+        from rlengine_offline.sources import parse_noise, policy_source, random_source
 
-        source = random_source(args.env) if args.random else policy_source(args.run_dir, args.checkpoint)
+        noise = parse_noise(args.noise)
+        source = random_source(args.env) if args.random else policy_source(args.run_dir, args.checkpoint, noise)
         dataset = source.record(args.out, args.episodes, args.seed)
         print(f"rlengine: wrote dataset {args.out!r}: {dataset.total_episodes} episodes, {dataset.total_steps} "
               f"steps, average return {source.average_return:.1f} ({source.label})")

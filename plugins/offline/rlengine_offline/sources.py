@@ -33,11 +33,27 @@ class Source:
     average_return: float = 0.0
     _state: Any = None
 
+    noise: Any = None  # None: greedy; EXPLORE: the run's exploration policy; a float: see parse_noise
+    _rng: Any = None
+
     def act(self, observation: Any) -> Any:
         if self.policy is None:
             return self.env.action_space.sample()
-        action, self._state = self.policy.predict(observation, self._state)
-        return action
+        action, self._state = self.policy.predict(observation, self._state, deterministic=self.noise != EXPLORE)
+        return action if self.noise in (None, EXPLORE) else self._noisy(action)
+
+    def _noisy(self, action: Any) -> Any:
+        """``action`` with ``noise``: a random action with that probability (Discrete), or Gaussian noise of
+        that fraction of half the action range, clipped to it (Box)."""
+        import numpy as np
+        from gymnasium import spaces
+
+        space = self.env.action_space
+        if isinstance(space, spaces.Discrete):
+            return space.sample() if self._rng.random() < self.noise else action
+        half = (space.high - space.low) / 2
+        noisy = action + self._rng.normal(0.0, self.noise, np.shape(action)) * half
+        return np.clip(noisy, space.low, space.high).astype(space.dtype)
 
     def start_episode(self) -> None:
         self._state = None
@@ -55,9 +71,13 @@ class Source:
             raise ConfigError(f"dataset {dataset_id!r} exists already; choose another --out, or delete it first "
                               f"(minari delete {dataset_id})")
         self.env.action_space.seed(seed)
+        import numpy as np
+
+        self._rng = np.random.default_rng(seed)
         buffers, returns = record_episodes(self.env, self.act, episodes, seed, self.start_episode)
         self.average_return = sum(returns) / len(returns)
-        expert = None if self.policy is None else self.average_return  # D4RL's expert reference: this policy's
+        # D4RL's expert reference: the greedy policy's own return (a noisy policy's is no expert's)
+        expert = self.average_return if self.policy is not None and self.noise is None else None
         try:
             return write_dataset(dataset_id, self.env, buffers, self.label, f"{episodes} episodes of {self.label}",
                                  expert, reference_episodes=episodes)
@@ -69,8 +89,29 @@ def random_source(env_id: str) -> Source:
     return Source(make_gym_env(env_id, "--env"), "uniformly random actions")
 
 
-def policy_source(run_dir: str, checkpoint: str) -> Source:
-    """The greedy policy of ``checkpoint`` of ``run_dir``, on the run's own Gymnasium environment."""
+#: ``--noise explore``: record the run's own exploration policy (``Policy.predict(deterministic=False)``).
+EXPLORE = "explore"
+
+
+def parse_noise(text: str) -> Any:
+    """``--noise`` as :attr:`Source.noise`: None (greedy), :data:`EXPLORE`, or a number in [0, 1]."""
+    if not text:
+        return None
+    if text == EXPLORE:
+        return EXPLORE
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"--noise {text!r}: give 'explore' (the run's exploration policy) or a number from 0 to 1 "
+                          "(the probability of a random action, or the Gaussian noise's share of half the range)")
+    return value
+
+
+def policy_source(run_dir: str, checkpoint: str, noise: Any = None) -> Source:
+    """The policy of ``checkpoint`` of ``run_dir`` (greedy, or with ``noise``), on the run's own Gymnasium
+    environment."""
     import rlengine
 
     choice: Any = int(checkpoint) if checkpoint.isdigit() else checkpoint
@@ -78,4 +119,6 @@ def policy_source(run_dir: str, checkpoint: str) -> Source:
     with open(os.path.join(run_dir, "config.toml"), "rb") as file:
         train = tomllib.load(file)["train"]
     env_id = train.get("env", rlengine.TrainConfig().env)
-    return Source(make_gym_env(env_id, f"run {run_dir!r}"), f"the greedy policy of {run_dir} ({checkpoint})", policy)
+    how = "greedy policy" if noise is None else ("exploration policy" if noise == EXPLORE else f"policy, noise {noise:g},")
+    return Source(make_gym_env(env_id, f"run {run_dir!r}"), f"the {how} of {run_dir} ({checkpoint})", policy,
+                  noise=noise)

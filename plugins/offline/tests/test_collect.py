@@ -22,6 +22,10 @@ def collect(capsys, *argv):
      "--env: 'NoSuchGame-v0' is not a Gymnasium environment"),
     (["--random", "--env", "CartPole-v1", "--episodes", "1", "--out", "x/cartpole"],
      "--out 'x/cartpole' is not a Minari dataset id: write (namespace/)name-vN"),
+    (["--random", "--env", "CartPole-v1", "--episodes", "1", "--out", "test/x-v0", "--noise", "0.1"],
+     "--noise goes with a run's policy"),
+    (["run", "--episodes", "1", "--out", "test/x-v0", "--noise", "1.5"], "--noise '1.5': give 'explore'"),
+    (["run", "--episodes", "1", "--out", "test/x-v0", "--noise", "lots"], "--noise 'lots': give 'explore'"),
 ])
 def test_mistakes_are_one_line_naming_the_fix(capsys, offline_plugins, argv, message):
     code, _, err = collect(capsys, *argv)
@@ -61,3 +65,25 @@ def test_a_runs_greedy_policy_is_recorded_with_its_return_as_the_expert_referenc
         returns.append(episode.rewards.sum())
     assert dataset.storage.metadata["ref_max_score"] == pytest.approx(np.mean(returns))
     assert f"average return {np.mean(returns):.1f}" in out
+
+
+@pytest.mark.thorough  # a training run, then three recordings of its policy
+def test_a_runs_policy_is_recorded_with_noise_or_its_exploration(capsys, offline_plugins, tmp_path):
+    root = tmp_path / "run"  # a PPO run barely started: its exploration policy is far from greedy
+    rlengine.Engine({"train": dict(algorithm="ppo", num_env_steps=512, eval_interval=0, writers=[],
+                                   root_dir=str(root))}, extra_plugins=offline_plugins).train()
+    policy = rlengine.load(str(root), backend="tensorflow")
+    from rlengine_offline.datasets import open_dataset
+
+    def greedy_share(dataset_id, *flags):
+        code, out, _ = collect(capsys, str(root), "--episodes", "3", "--out", dataset_id, *flags)
+        assert code == 0, out
+        dataset = open_dataset(dataset_id)
+        assert "ref_max_score" not in dataset.storage.metadata or not flags  # a noisy policy is no expert
+        same = [np.array_equal(action, policy.predict(observation)[0]) for episode in dataset.iterate_episodes()
+                for observation, action in zip(episode.observations[:-1], episode.actions)]
+        return sum(same) / len(same)
+
+    assert greedy_share("test/greedy-v0", "--noise", "0") == 1.0
+    assert 0.3 < greedy_share("test/random-v1", "--noise", "1") < 0.7  # a random action each step, half greedy
+    assert greedy_share("test/explore-v0", "--noise", "explore") < 1.0  # sampled from the policy's distribution

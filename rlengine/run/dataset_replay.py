@@ -29,6 +29,10 @@ def check_dataset_replay(cfg: Any, algorithm_class: Any, plugins: Any) -> None:
     if not plugins.manager.hook.rlengine_dataset_rows.get_hookimpls():
         raise ConfigError(f"train.dataset = {cfg.dataset!r}, but no installed plugin reads datasets; install the "
                           "offline plugin (pip install -e plugins/offline), or leave train.dataset empty")
+    if cfg.transformers:  # the replay holds transformed observations; a dataset's are as recorded
+        raise ConfigError(f"train.dataset = {cfg.dataset!r} starts the replay with the dataset's observations as "
+                          f"they were recorded, but train.transformers = {cfg.transformers} would store transformed "
+                          "ones beside them: leave train.transformers empty")
     if not algorithm_class.off_policy:
         raise ConfigError(f"train.dataset = {cfg.dataset!r} with pipeline {cfg.pipeline!r} starts the replay of an "
                           f"off-policy run, but {cfg.algorithm!r} is on-policy and keeps none: learn from the "

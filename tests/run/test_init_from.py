@@ -135,3 +135,12 @@ def test_a_dataset_with_an_on_policy_algorithm_online_is_refused_in_one_line(tmp
     with pytest.raises(ConfigError, match="on-policy") as err:
         _run(config, CountingDataset(2))
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.first_party  # the transformers plugin's normalize
+def test_a_dataset_beside_observation_transformers_is_refused_in_one_line(tmp_path, trained):
+    config = tiny_config(str(tmp_path / "run"), algorithm="toy-q", num_env_steps=8, transformers=["normalize"],
+                         dataset="counting-episodes", init_from=str(trained))
+    with pytest.raises(ConfigError, match="leave train.transformers empty") as err:
+        _run(config, CountingDataset(2))
+    assert "\n" not in str(err.value)

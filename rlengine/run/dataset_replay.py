@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 
 from rlengine.api.data import StepType
 from rlengine.errors import ConfigError
@@ -57,8 +58,10 @@ def fill_replay_from_dataset(config: Any, components: Any, plugins: Any) -> int:
     added, episodes = 0, 0
     for chunk in chunks:
         chunk, episodes = _dealt_to_rings(chunk, episodes, replay.num_envs)
-        replay.add(chunk)
-        added += len(chunk.step_type)
+        rows = len(chunk.step_type)
+        for start in range(0, rows, replay.rows_per_env):  # one add takes at most a ring's rows of a copy
+            replay.add(tf.nest.map_structure(lambda leaf: leaf[start:start + replay.rows_per_env], chunk))
+        added += rows
     print(f"rlengine: the replay starts with {added} rows of {episodes} episodes of {cfg.dataset!r} "
           "(train.dataset)", flush=True)
     return added

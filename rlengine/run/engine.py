@@ -30,6 +30,7 @@ from rlengine.run.build import Components, build_components, check_names, config
 from rlengine.run.callbacks import RunCallbacks
 from rlengine.run.checkpoints.choice import LATEST, CheckpointChoiceError, Choice, chosen_checkpoint, parse_choice
 from rlengine.run.checkpoints.initial import checked_init_source
+from rlengine.run.checkpoints.replay_rows import held_rows
 from rlengine.run.checkpoints.restoring import checked_choice, restore_choice
 from rlengine.run.checkpoints.rundir import RunDirectory, claimed
 from rlengine.run.checkpoints.saved_specs import write_specs
@@ -208,6 +209,15 @@ class Engine:
         the environment's config section.
         """
         return environment_class(self.config, self.plugins)
+
+    def replay_rows(self) -> Iterator[Any]:
+        """Each environment copy's replay rows (a numpy nest, oldest row first) from the run's newest checkpoint.
+
+        For exporting a finished off-policy run's experience (``rlengine collect --from-replay``); one-line
+        errors when the run keeps no replay or its checkpoints leave it out.
+        """
+        with self.restored(LATEST) as components:
+            yield from held_rows(self.config.train.root_dir, components, self._restored_checkpoint or "")
 
     def newest_checkpoint(self, checkpoint: Choice = LATEST) -> Optional[str]:
         """Path prefix of the checkpoint in ``train.root_dir`` that :meth:`restored` restores for ``checkpoint``

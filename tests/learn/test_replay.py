@@ -375,3 +375,12 @@ def test_tree_costs_little_more_than_its_leaves():
     tree_bound = 4 * blocks * tree.block_size + 8 * next_pow2(blocks)
     assert variable_bytes(prioritized) - variable_bytes(uniform) <= 4 + tree_bound  # + max_priority
     assert tree_bound <= 1.34 * 4 * prioritized.capacity  # vs 2 * next_pow2(capacity) floats before: 2.62x
+
+
+def test_held_rows_are_a_copys_rows_oldest_first_after_its_ring_wrapped():
+    buffer = ReplayBuffer(SPEC, num_envs=2, capacity=8, sequence_length=2)  # 4 rows per copy
+    filler = Filler(buffer)
+    filler.add([0, 0, 0, 1])
+    filler.add([0, 0, 0])  # copy 0 has written 6 rows (its ring wrapped), copy 1 one
+    np.testing.assert_array_equal(buffer.held_rows(0)["step_type"].numpy(), [2, 3, 4, 5])
+    np.testing.assert_array_equal(buffer.held_rows(1)["obs"].numpy(), [[1, 0, 0]])

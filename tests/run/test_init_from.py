@@ -126,6 +126,10 @@ def test_a_dataset_starts_the_replay_of_a_run_that_steps_environments(tmp_path, 
     _run(tiny_config(str(tmp_path / "tuned"), algorithm="toy-q", num_env_steps=8, eval_interval=0,
                      init_from=str(trained), dataset="counting-episodes"), CountingDataset(6), seen)
     assert seen.replay_rows == 6 * (EPISODE + 1) + without.replay_rows  # the dataset's rows, then the run's own
+    larger, held = FirstIteration(), 2 * 32  # toy-q's replay: 2 rings of 32 rows
+    _run(tiny_config(str(tmp_path / "larger"), algorithm="toy-q", num_env_steps=8, eval_interval=0,
+                     init_from=str(trained), dataset="counting-episodes"), CountingDataset(40), larger)
+    assert larger.replay_rows == held  # a dataset larger than the replay: its newest rows, then the run's
     assert seen.env_steps == without.env_steps == 8
 
 

@@ -4,6 +4,7 @@
 
     rlengine collect RUN_DIR --episodes 50 --out cartpole/expert-v0 [--checkpoint best|N] [--noise explore|X]
     rlengine collect --random --env CartPole-v1 --episodes 50 --out cartpole/random-v0
+    rlengine collect RUN_DIR --from-replay --out pendulum/medium-replay-v0 [--episodes N]
 
 The dataset is stored where Minari keeps its datasets (``MINARI_DATASETS_PATH``, default
 ``~/.minari/datasets``), with the environment's Gymnasium spec, so a run trained from it evaluates on
@@ -26,11 +27,15 @@ class Collect(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("run_dir", nargs="?", help="a finished run's directory (not with --random)")
-        parser.add_argument("--episodes", type=int, required=True, help="episodes to record")
+        parser.add_argument("--episodes", type=int,
+                            help="episodes to record (with --from-replay: the newest N whole ones; default all)")
         parser.add_argument("--out", required=True, metavar="DATASET_ID",
                             help="the new dataset's id, e.g. cartpole/expert-v0 (namespace/name-vN)")
         parser.add_argument("--checkpoint", default="latest", help="latest (default), best, or an iteration number")
         parser.add_argument("--random", action="store_true", help="record uniformly random actions instead")
+        parser.add_argument("--from-replay", action="store_true",
+                            help="write the whole episodes of RUN_DIR's replay buffer (its newest checkpoint), "
+                                 "stepping nothing: an off-policy run's experience, e.g. a medium-replay dataset")
         parser.add_argument("--env", help="with --random: the Gymnasium id to step")
         parser.add_argument("--seed", type=int, default=0, help="episode i starts from reset(seed=SEED + i)")
         parser.add_argument("--noise", default="", metavar="explore|X",
@@ -41,6 +46,10 @@ class Collect(Command):
     def run(self, args: argparse.Namespace) -> int:
         from rlengine import ConfigError
 
+        if args.from_replay:
+            return _from_replay(args)
+        if args.episodes is None:
+            raise ConfigError("--episodes N: how many episodes to record")
         if args.episodes < 1:
             raise ConfigError(f"--episodes {args.episodes}: record at least one episode")
         if args.random == (args.run_dir is not None):
@@ -59,3 +68,19 @@ class Collect(Command):
         print(f"rlengine: wrote dataset {args.out!r}: {dataset.total_episodes} episodes, {dataset.total_steps} "
               f"steps, average return {source.average_return:.1f} ({source.label})")
         return 0
+
+
+def _from_replay(args: argparse.Namespace) -> int:
+    from rlengine import ConfigError
+
+    if args.run_dir is None or args.random or args.env or args.noise or args.checkpoint != "latest":
+        raise ConfigError("--from-replay writes RUN_DIR's replay as it is: give RUN_DIR, without --random, --env, "
+                          "--noise or --checkpoint (the replay is in the newest checkpoint)")
+    if args.episodes is not None and args.episodes < 1:
+        raise ConfigError(f"--episodes {args.episodes}: keep at least one episode")
+    from rlengine_offline.sources import replay_dataset
+
+    dataset, average = replay_dataset(args.run_dir, args.out, args.episodes)
+    print(f"rlengine: wrote dataset {args.out!r}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, "
+          f"average return {average:.1f} (the replay of {args.run_dir})")
+    return 0

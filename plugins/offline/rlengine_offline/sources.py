@@ -59,17 +59,7 @@ class Source:
         self._state = None
 
     def record(self, dataset_id: str, episodes: int, seed: int) -> Any:
-        import minari
-        from minari.dataset.minari_dataset import parse_dataset_id
-
-        try:
-            parse_dataset_id(dataset_id)
-        except ValueError:
-            raise ConfigError(f"--out {dataset_id!r} is not a Minari dataset id: write (namespace/)name-vN, the "
-                              "namespace two characters or more, e.g. cartpole/expert-v0") from None
-        if dataset_id in minari.list_local_datasets():
-            raise ConfigError(f"dataset {dataset_id!r} exists already; choose another --out, or delete it first "
-                              f"(minari delete {dataset_id})")
+        check_new_id(dataset_id)
         self.env.action_space.seed(seed)
         import numpy as np
 
@@ -83,6 +73,35 @@ class Source:
                                  expert, reference_episodes=episodes)
         finally:
             self.env.close()
+
+
+def check_new_id(dataset_id: str) -> None:
+    """One line when ``dataset_id`` is not a Minari id, or names a dataset that exists (never overwritten)."""
+    import minari
+    from minari.dataset.minari_dataset import parse_dataset_id
+
+    try:
+        parse_dataset_id(dataset_id)
+    except ValueError:
+        raise ConfigError(f"--out {dataset_id!r} is not a Minari dataset id: write (namespace/)name-vN, the "
+                          "namespace two characters or more, e.g. cartpole/expert-v0") from None
+    if dataset_id in minari.list_local_datasets():
+        raise ConfigError(f"dataset {dataset_id!r} exists already; choose another --out, or delete it first "
+                          f"(minari delete {dataset_id})")
+
+
+def replay_dataset(run_dir: str, dataset_id: str, episodes: Optional[int]) -> tuple[Any, float]:
+    """The new dataset ``dataset_id`` of the whole episodes in ``run_dir``'s replay; and their average return."""
+    from rlengine_offline.replay_export import replay_buffers
+
+    check_new_id(dataset_id)
+    buffers, returns, env_id = replay_buffers(run_dir, episodes)
+    env = make_gym_env(env_id, f"run {run_dir!r}")
+    try:
+        return write_dataset(dataset_id, env, buffers, f"the replay of {run_dir}",
+                             f"{len(buffers)} episodes of the replay of {run_dir}"), sum(returns) / len(returns)
+    finally:
+        env.close()
 
 
 def random_source(env_id: str) -> Source:

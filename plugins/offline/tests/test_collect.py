@@ -87,3 +87,38 @@ def test_a_runs_policy_is_recorded_with_noise_or_its_exploration(capsys, offline
     assert greedy_share("test/greedy-v0", "--noise", "0") == 1.0
     assert 0.3 < greedy_share("test/random-v1", "--noise", "1") < 0.7  # a random action each step, half greedy
     assert greedy_share("test/explore-v0", "--noise", "explore") < 1.0  # sampled from the policy's distribution
+
+
+@pytest.mark.thorough  # two short training runs, then their replays read back
+def test_an_off_policy_runs_replay_is_written_as_a_dataset_of_its_whole_episodes(capsys, offline_plugins, tmp_path):
+    root = tmp_path / "dqn"
+    rlengine.Engine({"train": dict(algorithm="dqn", num_envs=2, num_env_steps=512, eval_interval=0, writers=[],
+                                   root_dir=str(root))}, extra_plugins=offline_plugins).train()
+    code, out, _ = collect(capsys, str(root), "--from-replay", "--out", "test/replay-v0")
+    assert code == 0, out
+    from rlengine_offline.datasets import open_dataset
+
+    episodes = list(open_dataset("test/replay-v0").iterate_episodes())
+    import gymnasium as gym
+
+    cartpole = gym.make("CartPole-v1")
+    cartpole.reset(seed=0)
+    assert len(episodes) > 10  # random CartPole play: about 20 steps an episode, 512 steps
+    for episode in episodes:
+        steps = len(episode.rewards)
+        assert episode.observations.shape == (steps + 1, 4) and set(episode.rewards) == {1.0}
+        assert episode.terminations[-1] and not episode.truncations.any() and not episode.terminations[:-1].any()
+        assert np.all(np.abs(episode.observations[0]) <= 0.05)  # CartPole's reset: within +-0.05
+        for t in range(steps):  # each action leads from its observation to the next, by CartPole's dynamics
+            cartpole.unwrapped.state = episode.observations[t].astype(np.float64)
+            cartpole.unwrapped.steps_beyond_terminated = None
+            np.testing.assert_allclose(cartpole.step(int(episode.actions[t]))[0], episode.observations[t + 1],
+                                       rtol=1e-4, atol=1e-5)
+    assert sum(len(e.rewards) for e in episodes) <= 512
+    code, out, _ = collect(capsys, str(root), "--from-replay", "--episodes", "3", "--out", "test/replay-v1")
+    assert code == 0 and "wrote dataset 'test/replay-v1': 3 episodes" in out
+    ppo = tmp_path / "ppo"
+    rlengine.Engine({"train": dict(algorithm="ppo", num_env_steps=256, eval_interval=0, writers=[],
+                                   root_dir=str(ppo))}, extra_plugins=offline_plugins).train()
+    code, _, err = collect(capsys, str(ppo), "--from-replay", "--out", "test/replay-v2")
+    assert code == 2 and "its algorithm keeps no replay buffer" in err and err.count("\n") == 1

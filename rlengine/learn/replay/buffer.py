@@ -221,6 +221,14 @@ class ReplayBuffer(tf.Module):
             raise ValueError(f"replay buffer: {what}() needs prioritized=True")
 
     # -- reading ----------------------------------------------------------------
+    def held_rows(self, env: int) -> Nest:
+        """Every row copy ``env``'s ring holds, oldest first (leading ``[rows]``), frame stacks rebuilt."""
+        head = self._head.read_value()
+        newest = head[env]
+        time = tf.range(self._rings.oldest(newest), newest, dtype=tf.int64)[None, :]
+        rows = self._read(tf.fill(tf.shape(time), tf.constant(env, tf.int64)), time, head)
+        return tf.nest.map_structure(lambda leaf: leaf[0], rows)
+
     def sample(self, batch_size: int, beta: Any = 0.4) -> Sample:
         """Draw ``batch_size`` sequences of ``sequence_length`` consecutive rows of one copy each."""
         if self.prioritized:

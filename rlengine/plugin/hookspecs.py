@@ -192,7 +192,7 @@ def rlengine_configure(config: "RunConfig") -> Optional["RunConfig"]:
 def rlengine_dataset_rows(dataset: str, config: "RunConfig", specs: Any, rows_spec: Any) -> Optional[Iterable[Any]]:
     """The rows of ``dataset`` for an off-policy run's replay, or ``None`` when this plugin does not read it.
 
-    Asked once when a run that steps environments names ``train.dataset``
+    Called once when a run that steps environments names ``train.dataset``
     (offline to online: its replay starts with the dataset's episodes; on a
     resume, only when the replay was not checkpointed). ``specs`` are the
     run's prepared :class:`~rlengine.api.specs.RunSpecs`, to check the
@@ -201,7 +201,8 @@ def rlengine_dataset_rows(dataset: str, config: "RunConfig", specs: Any, rows_sp
     Yield nests of numpy rows shaped like ``rows_spec`` with a leading row
     axis, episode after episode (each episode FIRST ... LAST, as
     :mod:`rlengine.api.data` defines them); the core assigns the rows to the
-    replay's rings. The first plugin that answers is used.
+    replay's rings. The first plugin that returns something other than
+    ``None`` is used; the rows it returns are read once.
     """
 
 

@@ -81,7 +81,7 @@ class FuturePlugin:
 
 
 class NewerMinorPlugin:
-    RLENGINE_API_VERSION = "1.9"
+    RLENGINE_API_VERSION = "1.99"
 
 
 class CompatiblePlugin:
@@ -94,7 +94,7 @@ class MalformedPlugin:
 
 @pytest.mark.parametrize("plugin, message", [
     (FuturePlugin(), "needs rlengine API 2.0, but this rlengine provides API " + API_VERSION),
-    (NewerMinorPlugin(), "needs rlengine API 1.9, but this rlengine provides API " + API_VERSION),
+    (NewerMinorPlugin(), "needs rlengine API 1.99, but this rlengine provides API " + API_VERSION),
     (MalformedPlugin(), "declares RLENGINE_API_VERSION = 'one'"),
 ])
 def test_incompatible_plugin_is_refused_in_one_line_naming_it_and_the_versions(plugin, message):

@@ -119,7 +119,7 @@ class CountingDataset:
                                     reward=np.where(step_type == StepType.FIRST, 0.0, 2.0).astype(np.float32))])
 
 
-def test_a_dataset_starts_the_replay_of_a_run_that_steps_environments(tmp_path, trained):
+def test_dataset_rows_hook_starts_the_replay_of_a_run_that_steps_environments(tmp_path, trained):
     without, seen = FirstIteration(), FirstIteration()
     _run(tiny_config(str(tmp_path / "without"), algorithm="toy-q", num_env_steps=8, eval_interval=0,
                      init_from=str(trained)), without)

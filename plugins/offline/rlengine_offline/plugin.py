@@ -20,7 +20,7 @@ RLENGINE_API_VERSION = "1.9"
 
 #: Registered name -> "module:Class" of the algorithms that learn only from datasets.
 ALGORITHMS = {"bc": "rlengine_offline.bc:BC", "td3_bc": "rlengine_offline.td3_bc:TD3BC",
-              "iql": "rlengine_offline.iql:IQL"}
+              "iql": "rlengine_offline.iql:IQL", "cql": "rlengine_offline.cql:CQL"}
 
 
 #: The algorithms that cannot act in an environment to learn (no exploration of their own).

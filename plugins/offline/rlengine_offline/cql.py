@@ -1,0 +1,125 @@
+"""Conservative Q-learning (``cql``, Kumar, Zhou, Tucker & Levine 2020, "Conservative Q-Learning for
+Offline Reinforcement Learning"), the CQL(H) variant on SAC, for Box actions.
+
+Offline, a critic trained only by its TD error is free to overestimate the actions the dataset never
+shows, and the actor goes straight for them. CQL(H) adds to each critic's loss a term that pushes
+its values down over all actions (a soft maximum) and up at the dataset's action::
+
+    critic_i loss = SAC's TD loss + alpha * mean (log integral exp Q_i(s, a) da - Q_i(s, a_data))
+
+The integral is estimated by importance sampling (the paper's appendix), from ``num_sampled_actions``
+(N) actions of each of three proposals: uniform over the ``[-1, 1]`` action box (log density
+``-dim * log 2``), the current policy at ``s`` and the current policy at ``s'``, all scored by the critic
+at ``s``::
+
+    log integral exp Q(s, a) da  ~  logsumexp_j (Q(s, a_j) - log mu_j(a_j)) - log(3 N)
+
+(the constant ``log 3N`` makes the estimate a proper one; it leaves the gradient unchanged). The
+sampled actions and their densities are constants: the term trains the critics (and their encoder)
+only. Everything else is the algorithms plugin's SAC unchanged: twin critics and Polyak targets,
+the tanh-squashed Gaussian actor, the learnt entropy temperature and its soft target. ``alpha`` is
+fixed (the paper's non-Lagrangian form, its choice for the Gym tasks).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import attrs
+import tensorflow as tf
+from rlengine_algorithms.critics import Transition, weighted_mean
+from rlengine_algorithms.sac import SAC, SACConfig, SACInfo
+
+import rlengine
+from rlengine import ConfigError, PolicyStep
+
+_v = attrs.validators
+
+
+@attrs.define(kw_only=True)
+class CQLConfig(SACConfig):
+    """Options of ``cql`` (TOML section ``[cql]``): SAC's, with the CQL authors' step sizes, plus the
+    conservative term's."""
+
+    actor_lr: float = attrs.field(default=1e-4, validator=_v.gt(0))  # Adam step size of the actor
+    critic_lr: float = attrs.field(default=3e-4, validator=_v.gt(0))  # Adam step size of the twin critics
+    alpha_lr: float = attrs.field(default=1e-4, validator=_v.gt(0))  # Adam step size of the entropy temperature
+    #: weight of the conservative term (logsumexp of Q over sampled actions - Q at the dataset's action)
+    #: in each critic's loss; the paper's 5.0 for its Gym tasks; 0: SAC on the dataset
+    alpha: float = attrs.field(default=5.0, validator=_v.ge(0))
+    #: actions drawn from each of the three proposals (uniform, policy at s, policy at s') per state
+    num_sampled_actions: int = attrs.field(default=10, validator=_v.ge(1))
+
+
+def conservative_gap(q_sampled, log_density, q_data):
+    """Each critic's ``log integral exp Q(s, a) da - Q(s, a_data)`` per row, the integral by importance sampling.
+
+    ``q_sampled`` is ``[critics, M, B]`` (M sampled actions per row), ``log_density`` ``[M, B]`` the log
+    density of the proposal each came from, ``q_data`` ``[critics, B]``; returns ``[critics, B]``.
+    """
+    samples = tf.cast(tf.shape(q_sampled)[1], q_sampled.dtype)
+    return tf.reduce_logsumexp(q_sampled - log_density, axis=1) - tf.math.log(samples) - q_data
+
+
+class CQLInfo(NamedTuple):
+    sac: SACInfo  # what SAC's losses read
+    gap: tf.Tensor  # [2, B] conservative_gap of each critic
+
+
+class CQL(SAC):
+    config_class = CQLConfig
+
+    def __init__(self, time_step_spec, action_spec, config):
+        if action_spec.dtype.is_integer:  # before the base's refusal, which would point at 'dqn'
+            raise ConfigError("algorithm 'cql' supports Box (continuous) actions, not Discrete; for a Discrete "
+                              "dataset use 'bc'")
+        super().__init__(time_step_spec, action_spec, config)
+
+    def train_step(self, batch: Transition, state) -> PolicyStep:
+        step = super().train_step(batch, state)
+        obs, critic_obs, _ = self.encoded(batch)
+        next_obs = self.actor_encoder(batch.next_observation)
+        if self.actor_stops_gradient:
+            next_obs = tf.stop_gradient(next_obs)
+        actions, log_density = self._sampled_actions(obs, next_obs)
+        n = tf.shape(actions)[0]  # 3 N
+        repeated = tf.tile(critic_obs[None], [n, 1, 1])
+        inputs = tf.concat([repeated, actions], -1)
+        q_sampled = tf.reshape(self.critic(tf.reshape(inputs, [-1, inputs.shape[-1]])), [2, n, -1])
+        gap = conservative_gap(q_sampled, log_density, step.info.q)
+        return step._replace(info=CQLInfo(step.info, gap))
+
+    def _sampled_actions(self, obs, next_obs):
+        """``([3N, B, dim] actions in [-1, 1], [3N, B] log densities)``: N uniform, N of the policy at ``s``,
+        N of the policy at ``s'``; constants (no gradient reaches the actor through them)."""
+        n, dim = self.config.num_sampled_actions, self.scale.size
+        batch = tf.shape(obs)[0]
+        uniform = tf.random.stateless_uniform([n, batch, dim], rlengine.random.seed(), -1.0, 1.0)
+        parts, densities = [uniform], [tf.fill([n, batch], -dim * math.log(2.0))]
+        for features in (obs, next_obs):
+            repeated = tf.reshape(tf.tile(features[None], [n, 1, 1]), [n * batch, -1])
+            action, log_prob = self._sample(repeated)
+            parts.append(tf.reshape(action, [n, batch, dim]))
+            densities.append(tf.reshape(log_prob, [n, batch]))
+        return tf.stop_gradient(tf.concat(parts, 0)), tf.stop_gradient(tf.concat(densities, 0))
+
+    def train_complete(self, tape, info: CQLInfo, weight=None):
+        loss_info, grads_and_vars = super().train_complete(tape, info.sac, weight)
+        with tape:
+            conservative = self.config.alpha * weighted_mean(tf.reduce_sum(info.gap, 0), info.sac.mask, weight)
+        # The term's gradient joins the critics' (the same variables, SAC's critic optimizer).
+        critic_variables = self.optimizers[1][1]
+        extra = dict(zip((v.ref() for v in critic_variables), tape.gradient(conservative, critic_variables)))
+        grads_and_vars = [(_add(grad, extra.get(var.ref())), var) for grad, var in grads_and_vars]
+        terms = dict(loss_info.extra, conservative=conservative)
+        diagnostics = dict(loss_info.diagnostics, conservative_gap=weighted_mean(info.gap[0], info.sac.mask))
+        return loss_info._replace(loss=loss_info.loss + conservative, extra=terms, diagnostics=diagnostics), \
+            grads_and_vars
+
+
+def _add(grad, extra):
+    """A gradient plus another, either possibly None (unconnected)."""
+    if extra is None:
+        return grad
+    return extra if grad is None else grad + extra

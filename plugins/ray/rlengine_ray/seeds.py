@@ -115,7 +115,8 @@ class SeedWorker:
 
     def train(self, argv: list, log_path: str, env: dict) -> int:
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"== {time.strftime('%Y-%m-%d %H:%M:%S')}: on Ray node {socket.gethostname()} "
+            node = ray.get_runtime_context().get_node_id()  # hosts may run several nodes: the node's own id
+            log.write(f"== {time.strftime('%Y-%m-%d %H:%M:%S')}: on Ray node {socket.gethostname()} {node} "
                       f"(worker pid {os.getpid()})\n")
             log.flush()
             self.child = subprocess.Popen([sys.executable, "-m", "rlengine.cli", *argv], stdin=subprocess.DEVNULL,

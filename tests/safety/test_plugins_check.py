@@ -178,7 +178,6 @@ def test_the_check_without_tensorflow_names_each_broken_registration_and_what_it
                     "defines no 'NoSuchPipeline'").startswith("rlengine: error: ")
     assert _line_of(lines, "slow-import", "slow to import", f"more than {SLOW_SECONDS:g} s").startswith(
         "rlengine: warning: ")
-    assert not [line for line in lines if "slow to import" in line and "slow-import" not in line]
     # what needs TensorFlow is left to --build, and said so
     assert not [line for line in lines
                 if any(name in line for name in ("wrong-width", "lazy-weights", "float64", "wrong-kind"))]
@@ -243,8 +242,9 @@ def test_an_installation_without_broken_plugins_passes(capsys, monkeypatch):
 def test_a_disabled_plugin_is_neither_checked_nor_timed(broken_distribution, capsys):
     status, out, lines = _check(capsys, disabled=[name for name in BROKEN if name != "slow-import"])
     assert status == 0 and "slow-import" in out and "wrong-width" not in out
-    slow = [line for line in lines if "slow to import" in line]
-    assert len(slow) == 1 and [line for line in lines if "rlengine-broken" in line] == slow
+    # on a loaded machine a real plugin's import may pass the threshold too: only the broken ones are asserted
+    ours = [line for line in lines if "rlengine-broken" in line]
+    assert len(ours) == 1 and "slow to import" in ours[0]
 
 
 def test_a_reference_is_resolved_without_running_its_package(tmp_path, monkeypatch):

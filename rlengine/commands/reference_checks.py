@@ -38,14 +38,21 @@ def reference_problem(reference: str) -> str:
         known = parts[0] in defined or "__getattr__" in defined
         if known or find_without_importing(f"{module}.{parts[0]}") is not None:
             return ""
-        return f"module {module!r} has no {parts[0]!r}"
+        return _defines_no(module, getattr(loaded, "__file__", None), parts[0])
     spec = find_without_importing(module)
     if spec is None:
         return f"no module {module!r} is installed"
     names = top_level_names(spec)
     if names is None or parts[0] in names or find_without_importing(f"{module}.{parts[0]}") is not None:
         return ""
-    return f"module {module!r} ({spec.origin}) defines no {parts[0]!r}"
+    return _defines_no(module, spec.origin, parts[0])
+
+
+def _defines_no(module: str, origin: Optional[str], name: str) -> str:
+    """The one wording, whether the module was imported already or only found (the check's answer must not
+    depend on what the process happened to import before)."""
+    where = f" ({origin})" if origin else ""
+    return f"module {module!r}{where} defines no {name!r}"
 
 
 def find_without_importing(name: str) -> Optional[ModuleSpec]:

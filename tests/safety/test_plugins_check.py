@@ -263,3 +263,15 @@ def test_a_reference_is_resolved_without_running_its_package(tmp_path, monkeypat
     assert reference_problem("rlengine_unrun.nosuch:Real") == "no module 'rlengine_unrun.nosuch' is installed"
     assert reference_problem("rlengine_unrun.classes:Real-1") == "'Real-1' is not a Python name"
     assert not [name for name in sys.modules if name.startswith("rlengine_unrun")]
+
+
+def test_a_missing_class_is_named_alike_whether_its_module_was_imported_or_not():
+    """The answer must not depend on what the process imported before (other tests, a plugin's entry point)."""
+    import importlib
+
+    from rlengine.commands.reference_checks import reference_problem
+
+    importlib.import_module("rlengine.pipelines")  # loaded: the check looks into the module
+    loaded = reference_problem("rlengine.pipelines:NoSuchPipeline")
+    found = reference_problem("rlengine.pipelines.sync:NoSuchPipeline")  # maybe not loaded: its source is read
+    assert "defines no 'NoSuchPipeline'" in loaded and "defines no 'NoSuchPipeline'" in found

@@ -73,3 +73,13 @@ def checkpoint_values():
 def record():
     """``record(dataset_id, env_id, episodes, act=None, expert=False, seed=0)``: a new dataset (see :func:`_record`)."""
     return _record
+
+
+@pytest.fixture(autouse=True)
+def op_determinism_undone():
+    """A test's deterministic run turns on op determinism for the whole process, which refuses the clock ops
+    of a later run that is not deterministic: each test leaves it off."""
+    yield
+    from tensorflow.python.framework import config as tf_config
+
+    tf_config.disable_op_determinism()

@@ -32,7 +32,8 @@ from rlengine_algorithms.critics import Transition, weighted_mean
 from rlengine_algorithms.sac import SAC, SACConfig, SACInfo
 
 import rlengine
-from rlengine import ConfigError, PolicyStep
+from rlengine import PolicyStep
+from rlengine_offline.plugin import refuse_discrete
 
 _v = attrs.validators
 
@@ -71,9 +72,7 @@ class CQL(SAC):
     config_class = CQLConfig
 
     def __init__(self, time_step_spec, action_spec, config):
-        if action_spec.dtype.is_integer:  # before the base's refusal, which would point at 'dqn'
-            raise ConfigError("algorithm 'cql' supports Box (continuous) actions, not Discrete; for a Discrete "
-                              "dataset use 'bc'")
+        refuse_discrete("cql", action_spec)
         super().__init__(time_step_spec, action_spec, config)
 
     def train_step(self, batch: Transition, state) -> PolicyStep:

@@ -40,7 +40,8 @@ from rlengine_algorithms.optimizers import FusedAdam
 from rlengine_algorithms.twin_critics import ActorCriticOffPolicyConfig, TwinCriticAlgorithm
 
 import rlengine
-from rlengine import ConfigError, LossInfo, PolicyStep
+from rlengine import LossInfo, PolicyStep
+from rlengine_offline.plugin import refuse_discrete
 
 _v = attrs.validators
 #: bounds of the actor's log std (the paper's policy: at most e^2, at least e^-10)
@@ -82,9 +83,7 @@ class IQL(TwinCriticAlgorithm):
     config_class = IQLConfig
 
     def __init__(self, time_step_spec, action_spec, config):
-        if action_spec.dtype.is_integer:  # before the base's refusal, which would point at 'dqn'
-            raise ConfigError("algorithm 'iql' supports Box (continuous) actions, not Discrete; for a Discrete "
-                              "dataset use 'bc'")
+        refuse_discrete("iql", action_spec)
         super().__init__(time_step_spec, action_spec, config)
         act, hidden = self.scale.size, config.hidden_sizes
         critic_features = self.critic_encoder.output_size

@@ -27,6 +27,14 @@ ALGORITHMS = {"bc": "rlengine_offline.bc:BC", "td3_bc": "rlengine_offline.td3_bc
 OFFLINE_ONLY = ("bc",)
 
 
+def refuse_discrete(algorithm: str, action_spec) -> None:
+    """One line refusing ``algorithm`` for Discrete actions, pointing at ``bc``; called before the algorithms
+    plugin's base would refuse them pointing at ``dqn``, which learns no dataset."""
+    if action_spec.dtype.is_integer:
+        raise ConfigError(f"algorithm {algorithm!r} supports Box (continuous) actions, not Discrete; for a Discrete "
+                          "dataset use 'bc'")
+
+
 @hookimpl
 def rlengine_register_algorithms(register):
     for name, reference in ALGORITHMS.items():

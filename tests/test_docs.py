@@ -307,6 +307,7 @@ def test_listing_the_example_plugin_and_its_command_imports_no_tensorflow(my_pac
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_off_policy_example_trains_from_prioritized_replay_one_update_per_env_step(my_plugin, tmp_path):
     class Updates:
         count = None
@@ -483,6 +484,7 @@ def test_graph_environments_page_examples_run(block):
         exec(compile(code, f"docs/graph-environments.md block {i}", "exec"), namespace)  # noqa: S102
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_plugins_page_graph_environment_is_its_python_twin(my_plugin, tmp_path):
     """The page's graph LineWalk keeps the graph environment contract and trains as the Python LineWalk does."""
     from my_plugin.graph_environment import GraphLineWalk

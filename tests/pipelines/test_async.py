@@ -91,6 +91,7 @@ def test_a_recreated_env_drops_its_broken_unroll_and_training_goes_on(tmp_path):
     assert rows[-1]["env_steps"] >= 600
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_a_hanging_in_process_env_stops_the_run_naming_it(tmp_path):
     cfg = tiny_config(str(tmp_path / "run"), env="faulty", num_envs=4, num_env_steps=100_000, eval_interval=0,
                       pipeline="async", env_step_timeout=1.0)

@@ -81,6 +81,7 @@ def train_in_fresh_process(tmp_path, settings: str, prefix: str = "", suffix: st
     return out
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_auto_gives_a_run_with_vector_observations_one_intra_op_thread_before_its_first_op(tmp_path):
     # set_intra_op_parallelism_threads raises once the runtime started: 1 here means it was set before
     assert train_in_fresh_process(tmp_path, "{}").stdout.split()[-1] == "1"

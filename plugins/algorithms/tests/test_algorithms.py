@@ -52,6 +52,7 @@ def test_continuous_smoke(tmp_path):
     assert result.eval_return < 0
 
 
+@pytest.mark.thorough  # the root suite leaves it out for time; this package's tox env runs it
 def test_lstm_smoke_carries_state_through_the_specs(tmp_path):
     result = _run(tmp_path, "ppo", "rlengine/CartPoleNoVelocity-v1", 64,
                   ppo={"lstm_size": 8, "hidden_sizes": [16], "mini_batch_size": 2})

@@ -311,7 +311,7 @@ class UpdateCounter:
 
 @pytest.mark.parametrize("algorithm,env,options", [
     ("sac", "Pendulum-v1", {}),
-    ("td3", "Pendulum-v1", {"prioritized_replay": True}),
+    pytest.param("td3", "Pendulum-v1", {"prioritized_replay": True}, marks=pytest.mark.thorough),  # time
     ("dqn", "CartPole-v1", {"mini_batch_length": 3, "prioritized_replay": True, "target_update_period": 4}),
 ])
 def test_engine_smoke(tmp_path, algorithm, env, options):

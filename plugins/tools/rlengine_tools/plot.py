@@ -6,6 +6,9 @@ train --seeds`` writes ``P/seed-N``). Runs are grouped by config
 is drawn as its mean (or ``--iqm``) against env steps with a bootstrapped 95%
 band, labelled by the keys that tell the groups apart.
 
+The members of a population (``rlengine tune --ray --pbt``: ``member-k/gen-g``) are drawn one line
+each, its generations joined where each began (:mod:`rlengine_tools.lineage`).
+
 Otherwise (every run its own config, or ``--no-groups``) the runs are
 overlaid in two panels, return against env steps and against wall time, each
 in its own colour and labelled by its directory name: the chosen metric (by
@@ -27,7 +30,7 @@ import attrs
 import numpy as np
 
 from rlengine import RLEngineError
-from rlengine_tools import bands
+from rlengine_tools import bands, lineage
 from rlengine_tools.runs import cumulative_wall_time, find_runs, is_run, read_config, read_rows, status_of
 
 __all__ = ["Curve", "cumulative_wall_time", "draw", "load_curves", "plot_dirs", "plot_runs", "read_rows"]
@@ -95,15 +98,17 @@ def smoothed(curve: Curve, k: int) -> Curve:
     return curve
 
 
-def load_curves(root_dirs: Iterable[str], metric: str, smooth: int = 1) -> list:
-    """Curves of ``metric`` (and the training episode return) for every run, smoothed over ``smooth`` points."""
+def load_curves(root_dirs: Iterable[str], metric: str, smooth: int = 1, members: Iterable[str] = ()) -> list:
+    """Curves of ``metric`` (and the training episode return) for every run, and for every member of a
+    population (:mod:`rlengine_tools.lineage`), smoothed over ``smooth`` points."""
     metrics = [metric] if metric == TRAIN_RETURN else [metric, TRAIN_RETURN]
     curves: list = []
     seen_keys: set = set()
-    for root_dir in root_dirs:
-        rows = read_rows(metrics_path(root_dir))
+    sources = [(run_label(r), read_rows(metrics_path(r))) for r in root_dirs]
+    sources += [(run_label(m), lineage.member_rows(m, read_rows)) for m in members]
+    for label, rows in sources:
         seen_keys.update(k for row in rows for k in row)
-        curves.extend(smoothed(c, smooth) for c in curves_of(rows, run_label(root_dir), metrics))
+        curves.extend(smoothed(c, smooth) for c in curves_of(rows, label, metrics))
     if not any(c.metric == metric for c in curves):
         numeric = sorted(k for k in seen_keys if k not in ("iteration", "env_steps", "wall_time"))
         raise RLEngineError(f"no run has values of metric {metric!r} in its {METRICS_FILE}." +
@@ -176,6 +181,13 @@ def plot_dirs(paths: Iterable[str], out: str, metric: str = EVAL_RETURN, smooth:
     if smooth < 1:
         raise RLEngineError(f"--smooth must be at least 1 (1: no smoothing), got {smooth}")
     runs = run_dirs(paths)
+    named = {os.path.normpath(str(p)) for p in paths}  # a generation named on its own is drawn as its run
+    members, others = lineage.split_members(runs, named)
+    if members:  # a population: a line per member, not per generation, and no groups (each member has its own)
+        curves = load_curves(others, metric, smooth, members)
+        draw(curves, out, metric)
+        return (f"{len(members)} member{'s' * (len(members) != 1)} of a population, one line each over its "
+                f"generations" + (f", and {len(others)} other run{'s' * (len(others) != 1)}" if others else ""))
     grouped = bands.group_runs(runs, read_config) if groups else []
     if any(len(set(g.seeds)) > 1 for g in grouped):
         drawn = plot_groups(grouped, out, metric, smooth, iqm)

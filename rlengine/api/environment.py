@@ -92,7 +92,8 @@ class Environment(EnvironmentCopies):
 
     - ``row_groups``: a list of ``num_envs`` names, the group each row's episodes are counted in,
       e.g. the agent a row plays when the rows are agents. Each episode then also counts in
-      ``train/<group>/episode_return`` and ``eval/<group>/average_return``.
+      ``train/<group>/episode_return`` and ``eval/<group>/average_return``. A row whose episodes
+      count in several groups names them in a tuple (API 1.10), e.g. ``("player_0", "vs_random")``.
     - ``episode_outcomes = True``: the sign of an episode's last reward is its outcome, a win (> 0),
       a draw (0) or a loss (< 0): ``train/win_rate``, ``train/draw_rate`` and ``train/loss_rate``
       (``eval/`` too, and per group) report their shares of the episodes.

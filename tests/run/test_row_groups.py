@@ -44,6 +44,19 @@ def test_outcomes_are_the_signs_of_the_last_rewards():
     assert (metrics["train/p0/win_rate"], metrics["train/p0/loss_rate"], metrics["train/p1/draw_rate"]) == (0.5, 0.5, 1)
 
 
+def test_a_row_may_count_in_several_groups():
+    """Rows 0 and 1 meet opponent ``x`` in seats ``p0`` and ``p1``, row 2 meets ``y`` in seat ``p0``."""
+    groups = [("p0", "vs_x", "vs_x/p0"), ("p1", "vs_x", "vs_x/p1"), ("p0", "vs_y", "vs_y/p0")]
+    stats = EpisodeStats(3, RowGroups.of([Rows(0, groups, outcomes=True)], 3))
+    stats.add(np.array([[LAST, LAST, LAST]]), np.array([[1.0, -1.0, -1.0]]))
+    metrics = stats.pop()
+    assert (metrics["train/vs_x/win_rate"], metrics["train/vs_x/loss_rate"], metrics["train/vs_y/loss_rate"]) == (
+        0.5, 0.5, 1.0)
+    assert (metrics["train/p0/win_rate"], metrics["train/vs_x/p0/win_rate"], metrics["train/vs_x/p1/win_rate"]) == (
+        0.5, 1.0, 0.0)
+    assert metrics["train/vs_x/episode_return"] == 0.0 and metrics["train/vs_y/p0/episode_return"] == -1.0
+
+
 def test_environments_that_declare_nothing_add_nothing():
     assert RowGroups.of([object()], 2) is None
     stats = EpisodeStats(1, None)
@@ -51,7 +64,7 @@ def test_environments_that_declare_nothing_add_nothing():
     assert set(stats.pop()) == {"train/episode_return", "train/episode_length", "train/episodes"}
 
 
-@pytest.mark.parametrize("groups", [["a"], ["a", 3], "ab", ["a", ""]])
+@pytest.mark.parametrize("groups", [["a"], ["a", 3], "ab", ["a", ""], ["a", ()], ["a", ("b", "")]])
 def test_row_groups_that_do_not_name_every_row_are_refused_naming_the_environment(groups):
     env = Rows(0, ["a", "b"])
     env.row_groups = groups

@@ -15,7 +15,8 @@ __all__ = ["APIS", "OPPONENTS", "PettingZooConfig", "section_of"]
 #: "parallel": the Parallel API (an AEC-only game through PettingZoo's aec_to_parallel, where it allows it);
 #: "turns": the AEC game, the learner in one seat and the other seats played by the opponent.
 APIS = ("auto", "parallel", "turns")
-OPPONENTS = ("random",)
+#: The built-in players of a turn-based game's other seats (:mod:`rlengine_pettingzoo.opponents`).
+OPPONENTS = ("random", "lookahead")
 
 
 def _check_make_kwargs(_inst: Any, _attr: Any, value: Any) -> None:
@@ -31,6 +32,13 @@ def _one_of(choices: tuple) -> Any:
             raise ConfigError(f"[pettingzoo] {attr.name} must be one of {', '.join(map(repr, choices))}, "
                               f"got {value!r}")
     return check
+
+
+def _check_eval_opponents(_inst: Any, _attr: Any, value: Any) -> None:
+    if not isinstance(value, (list, tuple)) or any(name not in OPPONENTS for name in value) or \
+            len(set(value)) != len(value):
+        raise ConfigError(f"[pettingzoo] eval_opponents must be a list of distinct opponents among "
+                          f"{', '.join(map(repr, OPPONENTS))}, got {value!r}")
 
 
 _BOOL = attrs.validators.instance_of(bool)
@@ -49,12 +57,21 @@ class PettingZooConfig:
     #: Add the leaf ``global_state`` to every row: the game's ``state()``, else every agent's observation joined
     #: (for PPO's ``central_critic``, MAPPO).
     global_state: bool = attrs.field(default=False, validator=_BOOL)
-    #: Who plays the other seats of a turn-based game: "random" (a uniformly random legal move).
+    #: Who plays the other seats of a turn-based game in training: "random" (a uniformly random legal move) or
+    #: "lookahead" (wins at once where it can, else blocks the next player's win, else random).
     opponent: str = attrs.field(default="random", validator=_one_of(OPPONENTS))
+    #: The opponents a turn-based game's evaluation plays, each in turn, reported as ``eval/vs_<opponent>/win_rate``
+    #: (and per seat); [] (the default): the training opponent alone.
+    eval_opponents: list = attrs.field(factory=list, validator=_check_eval_opponents)
     #: Passed to the environment; "rgb_array" enables ``render()``.
     render_mode: str | None = attrs.field(default=None)
     #: Set by the engine for evaluation copies (their row count may be rounded up to whole games).
     evaluation: bool = attrs.field(default=False, validator=_BOOL)
+
+    def opponents(self) -> tuple:
+        """The opponents of this run's copies: the evaluation's (``eval_opponents`` or else ``opponent``) or
+        training's."""
+        return tuple(self.eval_opponents or [self.opponent]) if self.evaluation else (self.opponent,)
 
 
 def section_of(config: Any) -> PettingZooConfig:

@@ -67,12 +67,13 @@ class PettingZooEnvironment(Environment):
             raise ConfigError(f"train.num_envs = {num_envs} counts agent rows, and every copy of {env_id!r} has "
                               f"{per_copy} agents: set train.num_envs to a multiple of {per_copy} "
                               f"(e.g. {copies * per_copy})")
+        turns = {"opponents": config.opponents(), "versus": config.evaluation} if cls is TurnGames else {}
         self._games = cls(env_id, lambda: make(**kwargs), copies, int(seed or 0) + int(first_env_id), config.agent_id,
-                          config.global_state, int(first_env_id))
+                          config.global_state, int(first_env_id), **turns)
         super().__init__(env_id, copies * per_copy, seed, int(first_env_id), config)
         layout = self._games.layout
         self.agents = layout.agents
-        self.row_groups = self._games.row_groups  # per-agent (per-seat) episode metrics
+        self.row_groups = self._games.row_groups  # per-agent (per-seat; in evaluation per opponent) episode metrics
         # a two-player game's last reward of the learner's seat is +1, 0 or -1: its win, draw and loss rates
         self.episode_outcomes = cls is TurnGames and len(self.agents) == 2
         self._action_spec = layout.action_spec

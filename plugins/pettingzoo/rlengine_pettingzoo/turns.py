@@ -2,8 +2,10 @@
 
 Row ``r`` (the run-wide row number, ``first_row + c``) always seats the learner at
 ``possible_agents[r % A]``, so with a multiple of ``A`` rows it plays every seat equally often, and
-each row's episodes are one seat's (its ``row_groups``). The other seats are played by the opponent (``random``: a
-uniformly random legal move, from the ``action_mask`` where the game has one). A row's step is the
+each row's episodes are one seat's (its ``row_groups``). The other seats are played by the row's opponent
+(:mod:`rlengine_pettingzoo.opponents`): with several, row ``r`` meets ``opponents[(r // A) % K]``, so each
+meets the learner in every seat. Evaluation copies (``versus``) also count each row's episodes in the
+groups ``vs_<opponent>`` and ``vs_<opponent>/<seat>``. A row's step is the
 learner's move and the opponents' replies up to its next turn; its reward is what the learner gained
 over them (PettingZoo's cumulative reward of the seat), ``LAST`` when the game ends (discount 0, or 1
 when it was truncated), and the step after that resets the game (``FIRST``, action ignored), as a
@@ -20,8 +22,9 @@ from typing import Any, Callable
 import numpy as np
 
 from rlengine import ConfigError, StepType
+from rlengine_pettingzoo.opponents import make_opponent
 from rlengine_pettingzoo.parallel import stack_rows
-from rlengine_pettingzoo.spaces import ACTION_MASK_KEY, RowLayout
+from rlengine_pettingzoo.spaces import RowLayout
 
 __all__ = ["TurnGames"]
 
@@ -32,7 +35,8 @@ class TurnGames:
     """``num_copies`` AEC games made by ``make()``; row ``c`` is the learner's seat in copy ``c``."""
 
     def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool,
-                 global_state: bool = False, first_row: int = 0):
+                 global_state: bool = False, first_row: int = 0, opponents: tuple = ("random",),
+                 versus: bool = False):
         if global_state:
             raise ConfigError(f"environment {env_id!r} is played turn by turn, one learner row per game, which has "
                               f"no global state for a centralised critic; set [pettingzoo] global_state = false")
@@ -42,7 +46,11 @@ class TurnGames:
         self.layout = RowLayout(env_id, self.agents, first.observation_space, first.action_space, agent_id)
         self.seed = seed
         self.rngs = [np.random.default_rng(seed + c) for c in range(num_copies)]
-        self.seat = (first_row + np.arange(num_copies)) % len(self.agents)  # the learner's index in possible_agents
+        rows = first_row + np.arange(num_copies)
+        self.seat = rows % len(self.agents)  # the learner's index in possible_agents
+        players = {name: make_opponent(name, env_id, first.action_space(self.agents[0])) for name in opponents}
+        self.opponents = [players[opponents[r]] for r in (rows // len(self.agents)) % len(opponents)]
+        self.versus = versus
         self.over = np.ones(num_copies, dtype=bool)
         self.observation_spec = self.layout.observation_spec
 
@@ -52,8 +60,11 @@ class TurnGames:
 
     @property
     def row_groups(self) -> list:
-        """The learner's seat of every row."""
-        return [self.agents[seat] for seat in self.seat]
+        """The learner's seat of every row; with ``versus``, its opponent too (``vs_<opponent>``, and per seat)."""
+        seats = [self.agents[seat] for seat in self.seat]
+        if not self.versus:
+            return seats
+        return [(seat, f"vs_{o.name}", f"vs_{o.name}/{seat}") for seat, o in zip(seats, self.opponents)]
 
     def reset(self, seeded: bool = False) -> tuple:
         obs = [self._reset(c, self.seed + c if seeded else None) for c in range(self.rows)]
@@ -92,19 +103,11 @@ class TurnGames:
         game, learner = self.games[c], self.agents[self.seat[c]]
         while game.agents and game.agent_selection != learner:
             obs, _, terminated, truncated, _ = game.last()
-            game.step(None if terminated or truncated else self._opponent_move(c, game, obs))
+            game.step(None if terminated or truncated else self.opponents[c].move(game, obs, self.rngs[c]))
         obs, reward, terminated, truncated, _ = game.last() if game.agents else (None, 0.0, True, False, None)
         if obs is None:  # the learner has left the game: nothing more to observe
             return self.layout.zeros(), float(reward), True, False
         return self.layout.row(int(self.seat[c]), obs), float(reward), bool(terminated), bool(truncated)
-
-    def _opponent_move(self, c: int, game: Any, obs: Any) -> Any:
-        mask = obs.get(ACTION_MASK_KEY) if isinstance(obs, dict) else None
-        if mask is not None:
-            return int(self.rngs[c].choice(np.flatnonzero(mask)))
-        space = game.action_space(game.agent_selection)
-        space.seed(int(self.rngs[c].integers(2**31)))
-        return space.sample()
 
     def close(self) -> None:
         for game in self.games:

@@ -10,8 +10,11 @@ towards ``train.num_env_steps``: an offline run's budget is its gradient updates
 run's environment as any run's does, and adds ``eval/normalized_score`` when the dataset has D4RL's
 reference scores.
 
-The pipeline keeps no state of its own: the buffer is the dataset again after a resume, and the sampling
-generator is the run's, which checkpoints hold; so a resumed run samples what an uninterrupted one would.
+An algorithm with a ``fit_dataset(observations)`` method (``td3_bc``, for its observation normalisation)
+gets every observation of the dataset when a run starts; not on a resume, where its checkpoint holds what
+it kept. The pipeline keeps no state of its own: the buffer is the dataset again after a resume, and the
+sampling generator is the run's, which checkpoints hold; so a resumed run samples what an uninterrupted
+one would.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from typing import Any
 
 import attrs
+import numpy as np
 import tensorflow as tf
 
 from rlengine import ConfigError, Iteration, Pipeline, zeros_from_spec
@@ -60,17 +64,27 @@ class OfflinePipeline(Pipeline):
         self.no_rows = zeros_from_spec(specs.experience, [1, train.num_envs])  # the trainer's episode stats: none
 
     def start(self) -> None:
+        observations = self._load_rows()
+        fit = getattr(self.context.algorithm, "fit_dataset", None)
+        if fit is not None:  # statistics of the dataset an algorithm keeps (td3_bc's normalisation), once
+            fit(np.concatenate(observations))
+
+    def _load_rows(self) -> list:
+        """Fill the replay with the dataset's rows; their observations, chunk by chunk."""
         length = self.context.algorithm.mini_batch_length
         rows = self.dataset.total_steps + self.dataset.total_episodes
         self.replay = ReplayBuffer(self.rows_spec, 1, max(rows, length), sequence_length=length, name="dataset")
+        observations = []
         for chunk in dataset_chunks(self.dataset, self.rows_spec):
             self.replay.add(chunk)
+            observations.append(chunk.observation)
         # the learner samples whatever replay it holds: here the dataset's (the core makes one only for
         # algorithms that collect off-policy)
         self.learner.replay = self.replay
+        return observations
 
     def resume(self, state: bytes) -> bool:
-        self.start()
+        self._load_rows()  # the algorithm's dataset statistics are in the checkpoint just restored
         return False
 
     def iterate(self, env_steps: int) -> Iteration:

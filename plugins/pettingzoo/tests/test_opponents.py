@@ -101,3 +101,26 @@ def test_evaluation_copies_meet_each_named_opponent_in_each_seat():
 def test_an_unknown_opponent_is_refused_naming_the_key_and_the_choices(section, message):
     with pytest.raises(ConfigError, match=message):
         PettingZooEnvironment(C4, 2, seed=0, config=section)
+
+
+@pytest.mark.thorough  # a short training run with two evaluations (about 10 s)
+def test_evaluation_reports_win_rates_against_each_named_opponent_in_metrics_jsonl(tmp_path):
+    import json
+
+    import rlengine
+    from test_training import pettingzoo_plugins
+
+    pytest.importorskip("rlengine_algorithms", reason="PPO is the algorithms plugin's")
+    raw = {"train": dict(algorithm="ppo", env=C4, num_envs=4, unroll_length=8, num_env_steps=64, eval_interval=1,
+                         num_eval_episodes=8, seed=0, writers=["jsonl"], root_dir=str(tmp_path / "run")),
+           "ppo": {"num_epochs": 1, "mini_batch_size": 0},
+           "pettingzoo": {"eval_opponents": ["random", "lookahead"]}}
+    rlengine.Engine(raw, extra_plugins=pettingzoo_plugins()).train()
+    rows = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
+    evaluated = [r for r in rows if "eval/average_return" in r]
+    assert evaluated
+    for row in evaluated:
+        for group in ("vs_random/", "vs_lookahead/", "vs_random/player_0/", "vs_lookahead/player_1/", "player_0/", ""):
+            rates = [row[f"eval/{group}{rate}"] for rate in ("win_rate", "draw_rate", "loss_rate")]
+            assert sum(rates) == pytest.approx(1.0)
+        assert row["eval/vs_lookahead/loss_rate"] >= row["eval/vs_random/loss_rate"]

@@ -107,8 +107,9 @@ def test_an_unknown_opponent_is_refused_naming_the_key_and_the_choices(section, 
 def test_evaluation_reports_win_rates_against_each_named_opponent_in_metrics_jsonl(tmp_path):
     import json
 
-    import rlengine
     from test_training import pettingzoo_plugins
+
+    import rlengine
 
     pytest.importorskip("rlengine_algorithms", reason="PPO is the algorithms plugin's")
     raw = {"train": dict(algorithm="ppo", env=C4, num_envs=4, unroll_length=8, num_env_steps=64, eval_interval=1,

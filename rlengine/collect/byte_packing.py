@@ -28,8 +28,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from rlengine.collect.numpy_return import hoist_version_check
-
 #: A leaf larger than this (in bytes over the whole batch) is returned on its own.
 LARGEST_PACKED_LEAF = 4096
 #: The dtypes ``tf.bitcast`` reads back from bytes (and bool, cast): others (strings, 4- and 8-bit floats) go alone.
@@ -55,7 +53,6 @@ class BytePacking:
     def numpy_function(self, py_leaves: Callable[..., Sequence[Any]], inputs: list) -> list:
         """``tf.numpy_function(py_leaves, inputs, ...)`` with the leaves packed on the way: the flat leaves as tensors."""
         single = len(self.dtypes) == 1  # one output goes bare: eagerly, a list of one came back split into rows
-        hoist_version_check()  # TensorFlow converts what ``packed`` returns: without a version parse each step
 
         def packed(*args: Any) -> Any:
             outputs = self.pack(py_leaves(*args))

@@ -11,8 +11,12 @@ Every agent of a game becomes a batch row of the same spec, so one policy acts f
 - dict leaves keep their keys, so an ``action_mask`` leaf masks the policy's logits as the engine's
   algorithms do it.
 
-Actions: ``Discrete(n)`` (``int32`` in ``[0, n - 1]``) or a float ``Box``; all agents must share one
-action space. Floating observations become ``float32``; integer ones keep their dtype.
+Actions: ``Discrete(n)`` (``int32`` in ``[0, n - 1]``) or a float ``Box``, one space for every agent.
+Agents whose ``Discrete`` spaces differ in size share the largest, and every row then carries an
+``action_mask`` (``int8 [n]``) that allows only its agent's own actions: a flat observation becomes
+``{"observation": ..., "action_mask": ...}``, a dict observation gets the leaf (or its own mask,
+padded with zeros and met with the agent's). Float ``Box`` action spaces must be equal. Floating
+observations become ``float32``; integer ones keep their dtype.
 """
 
 from __future__ import annotations
@@ -46,6 +50,13 @@ def _leaf_spec(space: Any, env_id: str) -> tf.TensorSpec:
     return tf.TensorSpec(space.shape, tf.as_dtype(_dtype(space)))
 
 
+def _without_mask(space: Any) -> Any:
+    """A dict space without its ``action_mask`` (masks may differ where the action spaces do), else ``space``."""
+    if isinstance(space, spaces.Dict) and ACTION_MASK_KEY in space.spaces:
+        return spaces.Dict({k: v for k, v in space.spaces.items() if k != ACTION_MASK_KEY})
+    return space
+
+
 def _action_spec(space: Any, env_id: str) -> BoundedTensorSpec:
     if isinstance(space, spaces.Discrete) and int(space.start) == 0:
         return BoundedTensorSpec((), tf.int32, 0, int(space.n) - 1)
@@ -62,21 +73,40 @@ class RowLayout:
                  agent_id: bool):
         self.env_id, self.agents = env_id, list(agents)
         obs_spaces = [observation_space(a) for a in self.agents]
-        act_spaces = [action_space(a) for a in self.agents]
-        if any(s != act_spaces[0] for s in act_spaces):
-            kinds = {a: str(s) for a, s in zip(self.agents, act_spaces)}
-            raise ConfigError(f"environment {env_id!r}: its agents have different action spaces {kinds}; one policy "
-                              f"acts for every agent here, so they must share one (pick a game whose agents do)")
-        self.action_space = act_spaces[0]
+        self.action_space, self.own_actions = self._shared_action_space([action_space(a) for a in self.agents])
         self.action_spec = _action_spec(self.action_space, env_id)
         self.pad_to = self._padding(obs_spaces)
         self.one_hot = np.eye(len(self.agents), dtype=np.float32) if agent_id and len(self.agents) > 1 else None
         self.observation_spec = self._observation_spec(obs_spaces[0])
+        if self.own_actions is not None:
+            self.observation_spec = self._with_mask_spec(self.observation_spec)
+
+    def _shared_action_space(self, act_spaces: list) -> tuple:
+        """``(the rows' action space, each agent's action mask or None)``: the largest of differing
+        ``Discrete`` spaces, each agent masked to its own actions; equal spaces as they are."""
+        if all(s == act_spaces[0] for s in act_spaces):
+            return act_spaces[0], None
+        if all(isinstance(s, spaces.Discrete) and int(s.start) == 0 for s in act_spaces):
+            largest = max(int(s.n) for s in act_spaces)
+            own = np.zeros((len(act_spaces), largest), np.int8)
+            for i, s in enumerate(act_spaces):
+                own[i, : int(s.n)] = 1
+            return spaces.Discrete(largest), own
+        kinds = {a: str(s) for a, s in zip(self.agents, act_spaces)}
+        raise ConfigError(f"environment {self.env_id!r}: its agents have different action spaces {kinds}; one policy "
+                          f"acts for every agent here, which joins Discrete spaces of different sizes (each agent "
+                          f"masked to its own actions) but no others (pick a game whose agents share a space)")
+
+    def _with_mask_spec(self, spec: Any) -> Any:
+        """``spec`` with an ``action_mask`` leaf of the shared action space (a flat one wrapped in a dict)."""
+        mask = tf.TensorSpec((int(self.action_space.n),), tf.int8)
+        return {**spec, ACTION_MASK_KEY: mask} if isinstance(spec, dict) else \
+            {"observation": spec, ACTION_MASK_KEY: mask}
 
     def _padding(self, obs_spaces: list) -> int | None:
         """The padded length when flat ``Box`` observations differ in length, else ``None``."""
-        if all(s == obs_spaces[0] for s in obs_spaces):
-            return None
+        if all(_without_mask(s) == _without_mask(obs_spaces[0]) for s in obs_spaces):
+            return None  # alike but for their masks' lengths, which the shared action space sets
         if all(_flat_box(s) and _dtype(s) == _dtype(obs_spaces[0]) for s in obs_spaces):
             return max(s.shape[0] for s in obs_spaces)
         kinds = {a: str(s) for a, s in zip(self.agents, obs_spaces)}
@@ -109,6 +139,23 @@ class RowLayout:
 
     def row(self, index: int, observation: Any) -> Any:
         """Agent ``index``'s observation as its row, in the spec's dtypes (fresh arrays)."""
+        if self.own_actions is None:
+            return self._row(index, observation)
+        own = self.own_actions[index]
+        if not isinstance(observation, dict):
+            out = self._row(index, observation)
+            return {**out, ACTION_MASK_KEY: own.copy()} if isinstance(out, dict) else \
+                {"observation": out, ACTION_MASK_KEY: own.copy()}
+        game_mask = observation.get(ACTION_MASK_KEY)
+        mask = own.copy()
+        if game_mask is not None:  # the game's own, padded to the shared space and met with the agent's
+            mask[: len(game_mask)] &= np.asarray(game_mask, np.int8)
+            mask[len(game_mask):] = 0
+        if not mask.any():  # nothing allowed (a game's end): action 0, which is ignored
+            mask[0] = 1
+        return self._row(index, {**observation, ACTION_MASK_KEY: mask})
+
+    def _row(self, index: int, observation: Any) -> Any:
         spec = self.observation_spec
         if isinstance(observation, dict):
             out = {key: np.array(observation[key], spec[key].dtype.as_numpy_dtype) for key in observation}
@@ -119,6 +166,8 @@ class RowLayout:
                 out[AGENT_ID_KEY] = self.one_hot[index]
             return out
         obs = np.asarray(observation, self._dtype)
+        if isinstance(spec, dict) and ACTION_MASK_KEY in spec and AGENT_ID_KEY not in spec:
+            spec = spec["observation"]  # the flat observation a mask was put beside
         if self.pad_to is not None and obs.shape[0] < self.pad_to:
             obs = np.concatenate([obs, np.zeros(self.pad_to - obs.shape[0], obs.dtype)])
         if self.one_hot is None:

@@ -77,13 +77,37 @@ def test_agents_that_leave_early_give_first_rows_until_their_game_is_over(tiny):
     np.testing.assert_array_equal(steps[0].observation[short], [1, 1, 0, 0, 1, 0])  # padded, then its id
 
 
-def test_agents_with_different_action_spaces_are_refused_by_name(monkeypatch):
+def as_module(game_class):
+    return type("m", (), {"parallel_env": staticmethod(game_class)})
+
+
+def test_discrete_action_spaces_of_different_sizes_share_the_largest_each_agent_masked(monkeypatch):
+    from pettingzoo.test import parallel_api_test
+
+    parallel_api_test(tiny_games.MixedActionsGame(), num_cycles=10)
+    monkeypatch.setattr(environment_module, "resolve_module", lambda env_id: as_module(tiny_games.MixedActionsGame))
+    with PettingZooEnvironment("pettingzoo/mixed_v0", 6, seed=0) as env:
+        spec = env.time_step_spec().observation
+        assert env.action_spec().maximum == 2 and set(spec) == {"observation", "action_mask"}
+        assert spec["observation"].shape == (3 + 3,) and spec["action_mask"].dtype.name == "int8"
+        first = env.reset()
+        np.testing.assert_array_equal(first.observation["action_mask"][:3], [[1, 1, 0], [1, 1, 1], [1, 1, 0]])
+        step = env.step(np.array([1, 2, 1, 1, 2, 1], np.int32))  # 2 only where it is allowed: the game refuses others
+        np.testing.assert_array_equal(step.reward[:3], [1, 12, 21])
+        np.testing.assert_array_equal(step.observation["observation"][1], [1, 2, 0, 0, 1, 0])  # padded, its id
+        later = [env.step(np.ones(6, np.int32)) for _ in range(2)]
+        quitter_idle = later[-1].observation["action_mask"][0]
+        np.testing.assert_array_equal(quitter_idle, [1, 0, 0])  # out of the game: action 0 only
+
+
+def test_agents_with_discrete_and_box_action_spaces_are_refused_by_name(monkeypatch):
     class Mixed(tiny_games.TinyGame):
         def action_space(self, agent):
-            return tiny_games.spaces.Discrete(3 if agent == "short" else 2)
+            if agent == "short":
+                return tiny_games.spaces.Box(-1.0, 1.0, (1,), np.float32)
+            return tiny_games.spaces.Discrete(2)
 
-    monkeypatch.setattr(environment_module, "resolve_module",
-                        lambda env_id: type("m", (), {"parallel_env": staticmethod(Mixed)}))
+    monkeypatch.setattr(environment_module, "resolve_module", lambda env_id: as_module(Mixed))
     with pytest.raises(ConfigError, match="'pettingzoo/mixed_v0': its agents have different action spaces"):
         PettingZooEnvironment("pettingzoo/mixed_v0", 3, seed=0)
 

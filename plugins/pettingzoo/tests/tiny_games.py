@@ -5,7 +5,8 @@ after 4. ``short`` observes 2 numbers, the others 3: ``[step, its last action, a
 2 for ``short``). Each agent's reward is its last action (times ``action_pay``, 1 by default) plus 10
 times its index, so a row's reward says whose it is.
 
-``CoopGame`` is a cooperative one for DQN: see its docstring.
+``MixedActionsGame`` is the same game with ``short`` choosing among 3 actions, the others among 2, and
+refusing an action outside its agent's space. ``CoopGame`` is a cooperative one for DQN: see its docstring.
 """
 
 import functools
@@ -58,6 +59,25 @@ class TinyGame(ParallelEnv):
 
 def parallel_env(**kwargs):
     return TinyGame(**kwargs)
+
+
+class MixedActionsGame(TinyGame):
+    """``TinyGame`` whose ``short`` has ``Discrete(3)`` actions; an action outside an agent's space raises, and is
+    kept in ``refused`` (a run's fault guard may restart a raising game: the list still tells)."""
+
+    metadata = {"name": "mixed_v0", "is_parallelizable": True}
+    refused: list = []
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent):
+        return spaces.Discrete(3 if agent == "short" else 2)
+
+    def step(self, actions):
+        for agent in self.agents:
+            if not self.action_space(agent).contains(int(actions[agent])):
+                MixedActionsGame.refused.append((agent, int(actions[agent])))
+                raise ValueError(f"{agent} cannot play {actions[agent]}")
+        return super().step(actions)
 
 
 class CoopGame(ParallelEnv):

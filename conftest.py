@@ -6,5 +6,12 @@ run the tests build; a setting in the environment wins.
 """
 
 import os
+import signal
 
 os.environ.setdefault("TF_NUM_INTEROP_THREADS", "8")
+
+# A suite started as a background job of a non-interactive shell (`cmd &` in a script) inherits SIGINT ignored, and
+# the engine leaves an ignored SIGINT ignored, as nohup asks. The tests that interrupt runs need what a terminal
+# gives: Ctrl-C's default. Set here, before any worker or run process is started, so they inherit it too.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)

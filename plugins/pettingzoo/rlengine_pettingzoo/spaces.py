@@ -4,7 +4,8 @@ Every agent of a game becomes a batch row of the same spec, so one policy acts f
 (parameter sharing). Observations:
 
 - agents whose observation spaces are equal keep them; flat ``Box`` observations of different
-  lengths are zero-padded at the end to the longest (other differing spaces are refused);
+  lengths are zero-padded at the end to the longest, and so are the flat ``observation`` leaves of
+  dict observations otherwise alike (other differing spaces are refused);
 - with ``agent_id`` on and more than one agent, a one-hot of the agent's index (``float32 [A]``) is
   appended to a flat ``Box`` observation, or added as the leaf ``agent_id`` of a dict observation
   (``{"observation", "action_mask"}`` as PettingZoo's classic games give it);
@@ -55,6 +56,22 @@ def _without_mask(space: Any) -> Any:
     if isinstance(space, spaces.Dict) and ACTION_MASK_KEY in space.spaces:
         return spaces.Dict({k: v for k, v in space.spaces.items() if k != ACTION_MASK_KEY})
     return space
+
+
+def _dict_of_flat_observation(space: Any, first: Any) -> bool:
+    """Whether ``space`` is a dict like ``first`` but for the lengths of a flat ``observation`` leaf (of one dtype)
+    and of its ``action_mask``."""
+    if not (isinstance(space, spaces.Dict) and isinstance(first, spaces.Dict) and set(space) == set(first)):
+        return False
+    if "observation" not in space.spaces or not all(_flat_box(s["observation"]) for s in (space, first)):
+        return False
+    others = set(space) - {"observation", ACTION_MASK_KEY}
+    return _dtype(space["observation"]) == _dtype(first["observation"]) and all(space[k] == first[k] for k in others)
+
+
+def _padded(obs: np.ndarray, length: int) -> np.ndarray:
+    """A flat observation zero-padded at the end to ``length``."""
+    return obs if obs.shape[0] >= length else np.concatenate([obs, np.zeros(length - obs.shape[0], obs.dtype)])
 
 
 def _action_spec(space: Any, env_id: str) -> BoundedTensorSpec:
@@ -109,6 +126,8 @@ class RowLayout:
             return None  # alike but for their masks' lengths, which the shared action space sets
         if all(_flat_box(s) and _dtype(s) == _dtype(obs_spaces[0]) for s in obs_spaces):
             return max(s.shape[0] for s in obs_spaces)
+        if all(_dict_of_flat_observation(s, obs_spaces[0]) for s in obs_spaces):  # their "observation" leaves
+            return max(s["observation"].shape[0] for s in obs_spaces)
         kinds = {a: str(s) for a, s in zip(self.agents, obs_spaces)}
         raise ConfigError(f"environment {self.env_id!r}: its agents have different observation spaces {kinds}; "
                           f"rlengine-pettingzoo pads flat Box observations of one dtype to the longest, and cannot "
@@ -117,6 +136,8 @@ class RowLayout:
     def _observation_spec(self, space: Any) -> Any:
         if isinstance(space, spaces.Dict):
             spec = {key: _leaf_spec(sub, self.env_id) for key, sub in space.spaces.items()}
+            if self.pad_to is not None:
+                spec["observation"] = tf.TensorSpec((self.pad_to,), spec["observation"].dtype)
             if self.one_hot is not None:
                 spec[AGENT_ID_KEY] = tf.TensorSpec((len(self.agents),), tf.float32)
             return spec
@@ -159,6 +180,8 @@ class RowLayout:
         spec = self.observation_spec
         if isinstance(observation, dict):
             out = {key: np.array(observation[key], spec[key].dtype.as_numpy_dtype) for key in observation}
+            if self.pad_to is not None:
+                out["observation"] = _padded(out["observation"], self.pad_to)
             mask = out.get(ACTION_MASK_KEY)
             if mask is not None and not mask.any():  # a game's end may allow nothing: action 0, which is ignored
                 mask[..., 0] = 1
@@ -168,8 +191,8 @@ class RowLayout:
         obs = np.asarray(observation, self._dtype)
         if isinstance(spec, dict) and ACTION_MASK_KEY in spec and AGENT_ID_KEY not in spec:
             spec = spec["observation"]  # the flat observation a mask was put beside
-        if self.pad_to is not None and obs.shape[0] < self.pad_to:
-            obs = np.concatenate([obs, np.zeros(self.pad_to - obs.shape[0], obs.dtype)])
+        if self.pad_to is not None:
+            obs = _padded(obs, self.pad_to)
         if self.one_hot is None:
             return obs
         if isinstance(spec, dict):

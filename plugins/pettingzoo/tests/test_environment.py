@@ -100,6 +100,28 @@ def test_discrete_action_spaces_of_different_sizes_share_the_largest_each_agent_
         np.testing.assert_array_equal(quitter_idle, [1, 0, 0])  # out of the game: action 0 only
 
 
+@pytest.mark.parametrize("variant", [{}, {"masks": True}, {"action_sizes": {"short": 3}, "masks": True}])
+def test_every_variant_of_the_testing_game_passes_pettingzoos_own_parallel_api_test(variant):
+    from pettingzoo.test import parallel_api_test
+    from rlengine_pettingzoo.testing import TinyGame
+
+    parallel_api_test(TinyGame(**variant), num_cycles=10)
+
+
+def test_a_games_own_masks_of_different_lengths_are_padded_and_met_with_each_agents_actions(monkeypatch):
+    monkeypatch.setattr(environment_module, "resolve_module",
+                        lambda env_id: as_module(lambda: tiny_games.MixedActionsGame(masks=True)))
+    with PettingZooEnvironment("pettingzoo/mixed_v0", 3, seed=0) as env:
+        spec = env.time_step_spec().observation
+        assert set(spec) == {"observation", "action_mask", "agent_id"} and spec["observation"].shape == (3,)
+        first = env.reset()
+        np.testing.assert_array_equal(first.observation["action_mask"], [[1, 1, 0], [1, 1, 1], [1, 1, 0]])
+        odd = env.step(np.array([1, 2, 1], np.int32))
+        np.testing.assert_array_equal(odd.observation["observation"][1], [1, 2, 0])  # short's 2 numbers, padded
+        np.testing.assert_array_equal(odd.observation["action_mask"], [[1, 0, 0], [1, 1, 0], [1, 0, 0]])
+        assert tiny_games.TinyGame.refused == []
+
+
 def test_agents_with_discrete_and_box_action_spaces_are_refused_by_name(monkeypatch):
     class Mixed(tiny_games.TinyGame):
         def action_space(self, agent):

@@ -155,24 +155,31 @@ def test_dqn_with_one_shared_q_network_learns_a_cooperative_game(tmp_path, monke
     assert returns["eval/left/average_return"] > 7.5 and returns["eval/right/average_return"] > 7.5
 
 
-@pytest.mark.thorough  # two short training runs
+#: (game's own masks, PPO's best returns to beat for short and stayer): best play 48 and 84, random legal play 44 and
+#: 82 without masks; with them (the largest action masked out on odd steps) 46 and 82, random 43 and 81
+MASKED_BEST = {False: (46, 83), True: (44.5, 81.5)}
+
+
+@pytest.mark.thorough  # four short training runs
+@pytest.mark.parametrize("masks", [False, True])
 @pytest.mark.parametrize("algorithm,settings", [
     ("ppo", {"num_epochs": 4, "mini_batch_size": 0}),
     ("dqn", {"hidden_sizes": [32], "initial_collect_steps": 300, "exploration_fraction": 0.5}),
 ])
 def test_agents_with_action_spaces_of_different_sizes_only_ever_play_their_own(tmp_path, monkeypatch, algorithm,
-                                                                               settings):
-    """``short`` chooses among 3 actions, the others among 2, through one policy: the masks keep every agent to
-    its own, in random warm-up, exploration and greedy play alike (the game records any other)."""
-    game = type("mixed", (), {"parallel_env": staticmethod(tiny_games.MixedActionsGame)})
-    tiny_games.MixedActionsGame.refused.clear()
+                                                                               settings, masks):
+    """``short`` chooses among 3 actions, the others among 2, through one policy (and, with ``masks``, the game
+    masks each agent's largest action on odd steps): the masks keep every agent to what it may play, in random
+    warm-up, exploration and greedy play alike (the game records any other)."""
+    game = type("mixed", (), {"parallel_env": staticmethod(lambda **kw: tiny_games.MixedActionsGame(masks=masks, **kw))})
+    tiny_games.TinyGame.refused.clear()
     raw = tiny_game_run(tmp_path, monkeypatch, game, algorithm, num_envs=12, unroll_length=8, num_env_steps=3000,
                         eval_interval=0)
     raw[algorithm] = settings
     engine = rlengine.Engine(raw, extra_plugins=pettingzoo_plugins())
     engine.train()
     returns = engine.evaluate(24)
-    assert tiny_games.MixedActionsGame.refused == []
-    if algorithm == "ppo":  # and PPO learns each agent's best action, short's being one the others lack
-        # best play: short 4 x (2 + 10) = 48, stayer 4 x (1 + 20) = 84; random legal play 44 and 82
-        assert returns["eval/short/average_return"] > 46 and returns["eval/stayer/average_return"] > 83
+    assert tiny_games.TinyGame.refused == []
+    if algorithm == "ppo":  # and PPO learns each agent's best allowed action, short's being one the others lack
+        short, stayer = MASKED_BEST[masks]
+        assert returns["eval/short/average_return"] > short and returns["eval/stayer/average_return"] > stayer

@@ -1,12 +1,7 @@
-"""A tiny Parallel game for the tests: agents that leave early and observations of different lengths.
+"""The tests' games: the plugin's testing game (``rlengine_pettingzoo.testing``), and a cooperative one.
 
-Three agents, ``Discrete(2)`` actions. ``quitter`` terminates after 2 steps, the others are truncated
-after 4. ``short`` observes 2 numbers, the others 3: ``[step, its last action, agent index]`` (cut to
-2 for ``short``). Each agent's reward is its last action (times ``action_pay``, 1 by default) plus 10
-times its index, so a row's reward says whose it is.
-
-``MixedActionsGame`` is the same game with ``short`` choosing among 3 actions, the others among 2, and
-refusing an action outside its agent's space. ``CoopGame`` is a cooperative one for DQN: see its docstring.
+``MixedActionsGame`` is the testing game with ``short`` choosing among 3 actions, the others among 2.
+``CoopGame`` is a cooperative game for DQN: see its docstring.
 """
 
 import functools
@@ -14,70 +9,13 @@ import functools
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
+from rlengine_pettingzoo.testing import AGENTS, LENGTH, QUIT_AT, TinyGame, parallel_env
 
-AGENTS = ["quitter", "short", "stayer"]
-QUIT_AT, LENGTH = 2, 4
-
-
-class TinyGame(ParallelEnv):
-    metadata = {"name": "tiny_v0", "is_parallelizable": True}
-
-    def __init__(self, render_mode=None, action_pay=1):
-        self.possible_agents = list(AGENTS)
-        self.render_mode = render_mode
-        self.action_pay = action_pay
-        self.t = 0
-
-    @functools.lru_cache(maxsize=None)
-    def observation_space(self, agent):
-        size = 2 if agent == "short" else 3
-        return spaces.Box(-100.0, 100.0, (size,), np.float32)
-
-    @functools.lru_cache(maxsize=None)
-    def action_space(self, agent):
-        return spaces.Discrete(2)
-
-    def _obs(self, agent, action):
-        full = np.array([self.t, action, AGENTS.index(agent)], np.float32)
-        return full[: self.observation_space(agent).shape[0]]
-
-    def reset(self, seed=None, options=None):
-        self.t = 0
-        self.agents = list(AGENTS)
-        return {a: self._obs(a, 0) for a in self.agents}, {a: {} for a in self.agents}
-
-    def step(self, actions):
-        self.t += 1
-        obs = {a: self._obs(a, int(actions[a])) for a in self.agents}
-        rewards = {a: self.action_pay * float(actions[a]) + 10 * AGENTS.index(a) for a in self.agents}
-        terminated = {a: a == "quitter" and self.t >= QUIT_AT for a in self.agents}
-        truncated = {a: a != "quitter" and self.t >= LENGTH for a in self.agents}
-        infos = {a: {} for a in self.agents}
-        self.agents = [a for a in self.agents if not (terminated[a] or truncated[a])]
-        return obs, rewards, terminated, truncated, infos
+__all__ = ["AGENTS", "LENGTH", "QUIT_AT", "TinyGame", "parallel_env", "spaces", "MixedActionsGame", "CoopGame"]
 
 
-def parallel_env(**kwargs):
-    return TinyGame(**kwargs)
-
-
-class MixedActionsGame(TinyGame):
-    """``TinyGame`` whose ``short`` has ``Discrete(3)`` actions; an action outside an agent's space raises, and is
-    kept in ``refused`` (a run's fault guard may restart a raising game: the list still tells)."""
-
-    metadata = {"name": "mixed_v0", "is_parallelizable": True}
-    refused: list = []
-
-    @functools.lru_cache(maxsize=None)
-    def action_space(self, agent):
-        return spaces.Discrete(3 if agent == "short" else 2)
-
-    def step(self, actions):
-        for agent in self.agents:
-            if not self.action_space(agent).contains(int(actions[agent])):
-                MixedActionsGame.refused.append((agent, int(actions[agent])))
-                raise ValueError(f"{agent} cannot play {actions[agent]}")
-        return super().step(actions)
+def MixedActionsGame(**kwargs):  # noqa: N802 (a game class's stand-in: the tests make games by calling it)
+    return TinyGame(action_sizes={"short": 3}, **kwargs)
 
 
 class CoopGame(ParallelEnv):

@@ -21,12 +21,11 @@ import glob
 import json
 import os
 import re
-import time
 from typing import Any, Optional
 
 import attrs
 
-from rlengine.config import TrainConfig, apply_overrides, starting_config
+from rlengine.config import TrainConfig, apply_overrides, default_root_dir, starting_config
 from rlengine.errors import RLEngineError
 
 #: Measured on the project's 2-core machine (docs/seeds.md): 3 PPO CartPole seeds of 20k env steps finished
@@ -121,13 +120,13 @@ def effective_train(config: Optional[str], overrides: list) -> dict:
 
 
 def parent_dir(args: argparse.Namespace, train: dict) -> str:
-    """``--root-dir``, else the config's ``train.root_dir``, else ``runs/<algorithm>-<env>-<time>`` (as a single run)."""
+    """``--root-dir``, else the config's ``train.root_dir``, else ``runs/<algorithm>-<env or dataset>-<time>`` (as a
+    single run)."""
     if args.root_dir:
         return args.root_dir
     if train.get("root_dir"):
         return str(train["root_dir"])
-    env = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(train["env"]))
-    return os.path.join("runs", f"{train['algorithm']}-{env}-{time.strftime('%Y%m%d-%H%M%S')}")
+    return default_root_dir(str(train["algorithm"]), str(train["env"]), str(train.get("dataset") or ""))
 
 
 def check_parent(parent: str) -> None:

@@ -7,6 +7,8 @@ from TOML and overrides.
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import attrs
@@ -54,7 +56,7 @@ class TrainConfig:
     # its episodes restart on resume; 0: no limit
     max_env_state_bytes: int = attrs.field(default=64 * 2**20, validator=_non_negative)
     deterministic: bool = False  # op determinism: resumed runs end with the same weights as uninterrupted ones
-    root_dir: str = ""  # empty: runs/<algorithm>-<env>-<time>
+    root_dir: str = ""  # empty: runs/<algorithm>-<env>-<time> (the dataset in place of the env with train.dataset)
     eager: bool = False  # run every tf.function eagerly (debugging)
     replay_on_policy: bool = False  # on-policy algorithms: route each unroll through a replay buffer
     pipeline: str = "sync"  # registered pipeline that moves data from environments to the learner ("async": threads)
@@ -161,3 +163,11 @@ class RunConfig:
 
 def _asdict(cfg: Any) -> dict:
     return {k: v for k, v in attrs.asdict(cfg, recurse=False).items() if v is not None}
+
+
+def default_root_dir(algorithm: str, env: str, dataset: str = "") -> str:
+    """``runs/<algorithm>-<what it learns from>-<time>``: a run's directory when ``train.root_dir`` is unset (the
+    parent of ``--seeds`` too). What it learns from is ``dataset`` where one is named (the env of a dataset run may
+    be known only once a plugin has read the dataset), else ``env``."""
+    subject = "".join(c if c.isalnum() or c in "-_." else "_" for c in (dataset or env))
+    return os.path.join("runs", f"{algorithm}-{subject}-{time.strftime('%Y%m%d-%H%M%S')}")

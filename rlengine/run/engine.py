@@ -11,7 +11,6 @@ Example (a notebook needs nothing else)::
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import time
 from typing import Any, Iterable, Iterator, Mapping, Optional
@@ -22,7 +21,7 @@ import tensorflow as tf
 
 from rlengine.api import seeding
 from rlengine.api.run import Run
-from rlengine.config import RunConfig, apply_overrides, build_config
+from rlengine.config import RunConfig, apply_overrides, build_config, default_root_dir
 from rlengine.config.presets import Preset, naming_preset, starting_config
 from rlengine.errors import RLEngineError
 from rlengine.plugin.manager import Plugins, build_plugins
@@ -109,7 +108,7 @@ class Engine:
         start = time.perf_counter()
         self.startup.phase("config")
         cfg = self.config.train
-        root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env)
+        root_dir = cfg.root_dir or default_root_dir(cfg.algorithm, cfg.env, cfg.dataset)
         with claimed(root_dir) as run_dir:  # one writer; a start refused inside leaves the dir as it was
             with naming_preset(self.preset):
                 check_resumable(root_dir, self.config.to_dict(), self.force, default_values(self.config))
@@ -272,11 +271,6 @@ def environment_crashes_named(config: RunConfig, plugins: Plugins) -> contextlib
     if name in reg.graph_environments:
         return contextlib.nullcontext()
     return crashes_named(config.train.env, reg.environments.get(name).plugin, environment_files(cls))
-
-
-def default_root_dir(algorithm: str, env: str) -> str:
-    safe_env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env)
-    return os.path.join("runs", f"{algorithm}-{safe_env}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 def seed_everything(seed: int) -> None:

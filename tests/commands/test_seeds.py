@@ -140,6 +140,9 @@ def test_the_effective_budget_and_default_parent_follow_the_engine_rules():
     assert other["algorithm"] == "ppo" and other["target_return"] is None and other["num_env_steps"] == 300
     args = type("Args", (), {"root_dir": None})()
     assert seeds.parent_dir(args, other).startswith(os.path.join("runs", "ppo-Pendulum-v1-"))
+    # a dataset run's env is known only once its plugin has read the dataset: the parent is named after the dataset
+    offline = seeds.effective_train(None, ['train.algorithm="iql"', 'train.dataset="mine/pendulum-expert-v0"'])
+    assert seeds.parent_dir(args, offline).startswith(os.path.join("runs", "iql-mine_pendulum-expert-v0-"))
 
 
 def test_child_command_keeps_the_global_options_config_and_overrides(tmp_path):

@@ -143,7 +143,8 @@ PLUGIN_PAGE_FILES = {"setup.py", "tests/test_my_plugin.py",
 #: The other Python examples, each run by the test named here.
 OTHER_EXAMPLES = {"quickstart.md": ["test_quickstart_python_example_runs"],
                   "predict.md": ["test_predict_page_example_runs[0]", "test_predict_page_example_runs[1]"],
-                  "graph-environments.md": [f"test_graph_environments_page_examples_run[{i}]" for i in range(4)]}
+                  "graph-environments.md": [f"test_graph_environments_page_examples_run[{i}]" for i in range(4)],
+                  "multi-agent.md": ["test_multi_agent_page_example_runs"]}
 #: What of the core an example may import: the public surface, as tests/api/test_public_api.py holds it.
 PUBLIC_NAMES, PUBLIC_KIT_MODULES = public_names(), kit_modules()
 
@@ -472,6 +473,14 @@ def test_predict_page_example_runs(predict_run, block):
     from tests.policy.test_load_predict import run_documented_examples
 
     run_documented_examples("docs/predict.md", predict_run, only=block)
+
+
+@pytest.mark.first_party
+def test_multi_agent_page_example_runs():
+    """docs/multi-agent.md's block: the pettingzoo plugin's testing game through PettingZoo's own API test."""
+    pytest.importorskip("rlengine_pettingzoo", reason="the multi-agent page uses the pettingzoo plugin")
+    (code,) = python_blocks("multi-agent.md")
+    exec(compile(code, "docs/multi-agent.md", "exec"), {"__name__": "multi_agent_page"})  # noqa: S102
 
 
 @pytest.mark.first_party

@@ -15,7 +15,9 @@ reward 0 and discount 1. ``env_id`` numbers the copies from ``first_env_id``.
 An environment that must behave differently when it is evaluated (e.g. Atari:
 clipped rewards and a life lost as an episode's end for training, the raw game
 score for evaluation) declares an ``evaluation`` field in its config class: the
-core builds evaluation copies with ``evaluation = True``.
+core builds evaluation copies with ``evaluation = True``. One that reads the
+run's files (e.g. an opponent played by the run's own checkpoints) declares a
+``run_dir`` field: the core sets it to the run's directory, as an absolute path.
 """
 
 from __future__ import annotations

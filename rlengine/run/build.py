@@ -7,6 +7,7 @@ needs, prepares the specs once, then hands the prepared parts to it.
 
 from __future__ import annotations
 
+import os
 import pickle
 from typing import Any, Iterator, Mapping, Optional
 
@@ -103,15 +104,21 @@ def environment_class(config: RunConfig, plugins: Plugins) -> tuple[str, type[An
 
 
 def make_environment(config: RunConfig, plugins: Plugins, num_envs: int, seed: int,
-                     first_env_id: int = 0, evaluation: bool = False) -> Environment | GraphEnvironment:
+                     first_env_id: int = 0, evaluation: bool = False,
+                     run_dir: str = "") -> Environment | GraphEnvironment:
     """The plugin's environment inside a :class:`GuardedEnvironment` (restarts, timeout, finite check); a
     graph environment as it is.
 
     Evaluation environments are never restarted: the evaluator's episode
-    accounting does not survive a restart mid-evaluation.
+    accounting does not survive a restart mid-evaluation. A config class with a
+    ``run_dir`` field gets the run's directory (``run_dir``, else ``train.root_dir``)
+    as an absolute path, e.g. for an environment that reads the run's checkpoints.
     """
     name, cls = environment_class(config, plugins)
     cfg, section = config.train, config.section(name, cls.config_class)
+    run_dir = run_dir or cfg.root_dir
+    if run_dir and attrs.has(type(section)) and "run_dir" in attrs.fields_dict(type(section)):
+        section = attrs.evolve(section, run_dir=os.path.abspath(run_dir))
     if issubclass(cls, GraphEnvironment):  # pure functions: nothing to restart, time out or check from Python
         return cls(env_id=cfg.env, num_envs=num_envs, seed=seed, first_env_id=first_env_id, config=section)
     if evaluation and attrs.has(type(section)) and "evaluation" in attrs.fields_dict(type(section)):
@@ -151,12 +158,12 @@ def checked_env_layout(config: RunConfig, cls: type[Pipeline], section: Any, alg
     return pairs or []
 
 
-def make_training_environments(config: RunConfig, plugins: Plugins, layout: list) -> list:
+def make_training_environments(config: RunConfig, plugins: Plugins, layout: list, run_dir: str = "") -> list:
     """One environment per ``(num_envs, first_env_id)`` of the pipeline's layout."""
     envs: list = []
     try:
         for batch, first in layout:
-            envs.append(make_environment(config, plugins, batch, config.train.seed, first))
+            envs.append(make_environment(config, plugins, batch, config.train.seed, first, run_dir=run_dir))
     except BaseException:
         for env in envs:
             env.close()
@@ -194,14 +201,16 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
     prepare_runtime(cls.runtime_threads(cfg, section), cfg.pipeline)  # runs no op (done if an Engine built it)
     algorithm_cls = reg.algorithms.get(cfg.algorithm).obj
     writer_classes = [(n, reg.writers.get(n).obj) for n in cfg.writers] if writers else []
-    envs = make_training_environments(config, plugins, checked_env_layout(config, cls, section, algorithm_cls))
+    envs = make_training_environments(config, plugins, checked_env_layout(config, cls, section, algorithm_cls),
+                                      root_dir)
     env_name = environment_class(config, plugins)[0]
     eval_env = spec_env = None
     try:
         if evaluation:
             eval_copies = min(cfg.num_eval_episodes, MAX_EVAL_COPIES)
-            eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True)
-        env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed))  # remote collection
+            eval_env = make_environment(config, plugins, eval_copies, cfg.seed + EVAL_SEED_OFFSET, evaluation=True,
+                                        run_dir=root_dir)
+        env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed, run_dir=root_dir))  # remote collection
         raw_spec = env.time_step_spec()
         start_runtime(cfg.intra_op_threads, raw_spec.observation)  # the first op: the pools are fixed from here
         device = checked_device("train.device", cfg.device)
@@ -221,7 +230,8 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
                 replay = make_replay_buffer(config, algorithm, specs, stacked_frames(env))
         learner = Learner(algorithm, specs, converters, replay, reward_scale, device, cfg.jit_compile, replicas)
         context = PipelineContext(config, specs, algorithm, chain, converters, learner, replay, envs,
-                                  lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first),
+                                  lambda num_envs, first: make_environment(config, plugins, num_envs, cfg.seed, first,
+                                                                           run_dir=root_dir),
                                   _collector_recipes(config, plugins))
         pipeline = cls.create(context, section)
         evaluator = Evaluator(eval_env, chain, algorithm, cfg.num_eval_episodes) if eval_env is not None else None

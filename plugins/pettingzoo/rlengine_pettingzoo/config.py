@@ -9,14 +9,17 @@ import attrs
 
 from rlengine import ConfigError
 
-__all__ = ["APIS", "OPPONENTS", "PettingZooConfig", "section_of"]
+__all__ = ["APIS", "OPPONENTS", "POOL_SAMPLING", "PettingZooConfig", "section_of"]
 
 #: "auto": the module's Parallel API where it has one, else its AEC game turn by turn;
 #: "parallel": the Parallel API (an AEC-only game through PettingZoo's aec_to_parallel, where it allows it);
 #: "turns": the AEC game, the learner in one seat and the other seats played by the opponent.
 APIS = ("auto", "parallel", "turns")
-#: The built-in players of a turn-based game's other seats (:mod:`rlengine_pettingzoo.opponents`).
-OPPONENTS = ("random", "lookahead")
+#: The players of a turn-based game's other seats: the built-in ones (:mod:`rlengine_pettingzoo.opponents`) and
+#: the pool of the run's own checkpoints (:mod:`rlengine_pettingzoo.pool`).
+OPPONENTS = ("random", "lookahead", "pool")
+#: How a pool opponent picks its member for each game: any member alike, or the newest.
+POOL_SAMPLING = ("uniform", "latest")
 
 
 def _check_make_kwargs(_inst: Any, _attr: Any, value: Any) -> None:
@@ -41,6 +44,11 @@ def _check_eval_opponents(_inst: Any, _attr: Any, value: Any) -> None:
                           f"{', '.join(map(repr, OPPONENTS))}, got {value!r}")
 
 
+def _positive_int(_inst: Any, attr: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"[pettingzoo] {attr.name} must be a positive integer, got {value!r}")
+
+
 _BOOL = attrs.validators.instance_of(bool)
 
 
@@ -57,9 +65,18 @@ class PettingZooConfig:
     #: Add the leaf ``global_state`` to every row: the game's ``state()``, else every agent's observation joined
     #: (for PPO's ``central_critic``, MAPPO).
     global_state: bool = attrs.field(default=False, validator=_BOOL)
-    #: Who plays the other seats of a turn-based game in training: "random" (a uniformly random legal move) or
-    #: "lookahead" (wins at once where it can, else blocks the next player's win, else random).
+    #: Who plays the other seats of a turn-based game in training: "random" (a uniformly random legal move),
+    #: "lookahead" (wins at once where it can, else blocks the next player's win, else random) or "pool" (self-play:
+    #: the greedy policy of one of the run's past checkpoints, per game; random moves before the first).
     opponent: str = attrs.field(default="random", validator=_one_of(OPPONENTS))
+    #: How many checkpoints the pool holds: the newest of those it takes.
+    pool_size: int = attrs.field(default=5, validator=_positive_int)
+    #: The pool takes the checkpoints whose iteration is a multiple of this (1: every checkpoint); with
+    #: train.checkpoint_interval a multiple of it, a member joins every pool_every iterations.
+    pool_every: int = attrs.field(default=1, validator=_positive_int)
+    #: Which member a pool opponent plays each game with: "uniform" (any, drawn from the game copy's seeded
+    #: stream) or "latest" (the newest).
+    pool_sampling: str = attrs.field(default="uniform", validator=_one_of(POOL_SAMPLING))
     #: The opponents a turn-based game's evaluation plays, each in turn, reported as ``eval/vs_<opponent>/win_rate``
     #: (and per seat); [] (the default): the training opponent alone.
     eval_opponents: list = attrs.field(factory=list, validator=_check_eval_opponents)
@@ -67,6 +84,8 @@ class PettingZooConfig:
     render_mode: str | None = attrs.field(default=None)
     #: Set by the engine for evaluation copies (their row count may be rounded up to whole games).
     evaluation: bool = attrs.field(default=False, validator=_BOOL)
+    #: Set by the engine: the run's directory, whose checkpoints the pool opponent plays.
+    run_dir: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
 
     def opponents(self) -> tuple:
         """The opponents of this run's copies: the evaluation's (``eval_opponents`` or else ``opponent``) or

@@ -20,6 +20,7 @@ from rlengine import ConfigError, Environment, SpecMismatchError, TimeStep
 from rlengine_pettingzoo.config import PettingZooConfig, section_of
 from rlengine_pettingzoo.env_ids import resolve_module
 from rlengine_pettingzoo.parallel import ParallelGames
+from rlengine_pettingzoo.pool import pool_of
 from rlengine_pettingzoo.turns import TurnGames
 
 __all__ = ["PettingZooConfig", "PettingZooEnvironment"]
@@ -67,7 +68,7 @@ class PettingZooEnvironment(Environment):
             raise ConfigError(f"train.num_envs = {num_envs} counts agent rows, and every copy of {env_id!r} has "
                               f"{per_copy} agents: set train.num_envs to a multiple of {per_copy} "
                               f"(e.g. {copies * per_copy})")
-        turns = {"opponents": config.opponents(), "versus": config.evaluation} if cls is TurnGames else {}
+        turns = self._turns(config, env_id) if cls is TurnGames else {}
         self._games = cls(env_id, lambda: make(**kwargs), copies, int(seed or 0) + int(first_env_id), config.agent_id,
                           config.global_state, int(first_env_id), **turns)
         super().__init__(env_id, copies * per_copy, seed, int(first_env_id), config)
@@ -81,6 +82,13 @@ class PettingZooEnvironment(Environment):
         self._action_dtype = self._action_spec.dtype.as_numpy_dtype
         self._time_step_spec = TimeStep.spec_of(self._games.observation_spec, self._action_spec)
         self._started = False
+
+    @staticmethod
+    def _turns(config: PettingZooConfig, env_id: str) -> dict:
+        """The keyword arguments of :class:`TurnGames`: its opponents, and the pool when one of them plays it."""
+        opponents = config.opponents()
+        pool = (pool_of(config, env_id), config.pool_sampling) if "pool" in opponents else None
+        return {"opponents": opponents, "versus": config.evaluation, "pool": pool}
 
     @staticmethod
     def _rows_per_copy(cls: type, make: Any, kwargs: dict, env_id: str) -> int:

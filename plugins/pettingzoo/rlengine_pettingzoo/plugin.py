@@ -10,7 +10,7 @@ entry point imports neither PettingZoo nor TensorFlow.
 from rlengine import hookimpl
 
 #: The rlengine API (hooks and interfaces) this plugin is written against.
-RLENGINE_API_VERSION = "1.10"
+RLENGINE_API_VERSION = "1.11"
 
 _CLASS = "rlengine_pettingzoo.environment:PettingZooEnvironment"
 

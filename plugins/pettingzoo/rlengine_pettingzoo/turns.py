@@ -3,8 +3,9 @@
 Row ``r`` (the run-wide row number, ``first_row + c``) always seats the learner at
 ``possible_agents[r % A]``, so with a multiple of ``A`` rows it plays every seat equally often, and
 each row's episodes are one seat's (its ``row_groups``). The other seats are played by the row's opponent
-(:mod:`rlengine_pettingzoo.opponents`): with several, row ``r`` meets ``opponents[(r // A) % K]``, so each
-meets the learner in every seat. Evaluation copies (``versus``) also count each row's episodes in the
+(:mod:`rlengine_pettingzoo.opponents`; ``"pool"``: :mod:`rlengine_pettingzoo.pool`, a player per row that
+picks a past checkpoint at each game's start): with several, row ``r`` meets ``opponents[(r // A) % K]``, so
+each meets the learner in every seat. Evaluation copies (``versus``) also count each row's episodes in the
 groups ``vs_<opponent>`` and ``vs_<opponent>/<seat>``. A row's step is the
 learner's move and the opponents' replies up to its next turn; its reward is what the learner gained
 over them (PettingZoo's cumulative reward of the seat), ``LAST`` when the game ends (discount 0, or 1
@@ -22,8 +23,9 @@ from typing import Any, Callable
 import numpy as np
 
 from rlengine import ConfigError, StepType
-from rlengine_pettingzoo.opponents import make_opponent
+from rlengine_pettingzoo.opponents import RandomMoves, make_opponent
 from rlengine_pettingzoo.parallel import stack_rows
+from rlengine_pettingzoo.pool import PoolPlayer
 from rlengine_pettingzoo.spaces import RowLayout
 
 __all__ = ["TurnGames"]
@@ -36,7 +38,7 @@ class TurnGames:
 
     def __init__(self, env_id: str, make: Callable[[], Any], num_copies: int, seed: int, agent_id: bool,
                  global_state: bool = False, first_row: int = 0, opponents: tuple = ("random",),
-                 versus: bool = False):
+                 versus: bool = False, pool: tuple | None = None):
         if global_state:
             raise ConfigError(f"environment {env_id!r} is played turn by turn, one learner row per game, which has "
                               f"no global state for a centralised critic; set [pettingzoo] global_state = false")
@@ -48,11 +50,21 @@ class TurnGames:
         self.rngs = [np.random.default_rng(seed + c) for c in range(num_copies)]
         rows = first_row + np.arange(num_copies)
         self.seat = rows % len(self.agents)  # the learner's index in possible_agents
-        players = {name: make_opponent(name, env_id, first.action_space(self.agents[0])) for name in opponents}
-        self.opponents = [players[opponents[r]] for r in (rows // len(self.agents)) % len(opponents)]
+        self.opponents = self._players(env_id, opponents, rows, pool)
         self.versus = versus
         self.over = np.ones(num_copies, dtype=bool)
         self.observation_spec = self.layout.observation_spec
+
+    def _players(self, env_id: str, opponents: tuple, rows: np.ndarray, pool: tuple | None) -> list:
+        """Each row's opponent: the built-in ones shared, a pool player (``pool``: ``(CheckpointPool,
+        sampling)``) per row, since it keeps the member of the row's game."""
+        space = self.games[0].action_space(self.agents[0])
+        shared = {name: make_opponent(name, env_id, space) for name in opponents if name != "pool"}
+
+        def player(name: str) -> Any:
+            return shared[name] if name != "pool" else PoolPlayer(*pool, layout=self.layout, fallback=RandomMoves())
+
+        return [player(opponents[r]) for r in (rows // len(self.agents)) % len(opponents)]
 
     @property
     def rows(self) -> int:
@@ -92,6 +104,8 @@ class TurnGames:
     def _reset(self, c: int, seed: int | None) -> Any:
         game = self.games[c]
         game.reset(seed=seed)
+        if isinstance(self.opponents[c], PoolPlayer):
+            self.opponents[c].start(self.rngs[c])  # this game's member of the pool
         self.over[c] = False
         obs, _, terminated, truncated = self._learners_turn(c)
         self.over[c] = terminated or truncated

@@ -1,5 +1,7 @@
 """Self-play: the pool of the run's own checkpoints as a turn-based game's opponent."""
 
+import json
+
 import numpy as np
 import pytest
 from rlengine_pettingzoo import pool as pool_module
@@ -109,3 +111,40 @@ def test_a_pool_opponent_plays_its_snapshots_moves_from_its_own_seat_and_only_le
             game.step(0)  # column 0 full
         assert legal.move(game, game.observe(game.agent_selection), np.random.default_rng(0)) != 0
         assert legal.unmasked == 1  # the illegal choice was replaced with a legal random move
+
+
+@pytest.mark.thorough  # a self-play training run with its checkpoints loaded as opponents (about 30 s)
+def test_a_self_play_ppo_run_on_connect_four_plays_its_checkpoints_and_reports_each_opponent(tmp_path, monkeypatch):
+    pytest.importorskip("rlengine_algorithms", reason="PPO is the algorithms plugin's")
+    from test_training import LegalMoves, pettingzoo_plugins
+
+    import rlengine
+
+    legal, players = LegalMoves(monkeypatch), []
+    original_init = PoolPlayer.__init__
+
+    def tracked(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        players.append(self)
+
+    monkeypatch.setattr(PoolPlayer, "__init__", tracked)
+    run_dir = tmp_path / "run"
+    raw = {"train": dict(algorithm="ppo", env=C4, num_envs=8, unroll_length=32, num_env_steps=4096, seed=0,
+                         eval_interval=8, num_eval_episodes=24, checkpoint_interval=2, checkpoint_seconds=0,
+                         keep_checkpoints=8, writers=["jsonl"], root_dir=str(run_dir)),
+           "ppo": {"num_epochs": 2, "mini_batch_size": 0},
+           "pettingzoo": {"opponent": "pool", "pool_size": 3, "pool_every": 4, "pool_sampling": "uniform",
+                          "eval_opponents": ["random", "lookahead", "pool"]}}
+    rlengine.Engine(raw, extra_plugins=pettingzoo_plugins()).train()
+    pool = pool_module._POOLS[(str(run_dir), 3, 4)]
+    assert pool.members() == [16, 12, 8] and pool.loads >= 3  # 16 iterations, a member every 4
+    played = {id(p.member.policy) for p in players if p.member is not None}
+    assert played and sum(p.unmasked for p in players) == 0  # snapshots played, never against a mask
+    assert legal.moves >= 4096
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    evaluations = [m for m in rows if "eval/win_rate" in m]
+    assert len(evaluations) == 2
+    for opponent in ("random", "lookahead", "pool"):
+        for seat in ("", "player_0/", "player_1/"):
+            assert 0 <= evaluations[-1][f"eval/vs_{opponent}/{seat}win_rate"] <= 1
+    print({k: round(v, 3) for k, v in evaluations[-1].items() if k.startswith("eval/vs_") and "win_rate" in k})

@@ -9,7 +9,7 @@ import attrs
 
 from rlengine import ConfigError
 
-__all__ = ["APIS", "OPPONENTS", "POOL_SAMPLING", "PettingZooConfig", "section_of"]
+__all__ = ["APIS", "OPPONENTS", "POOL_MOVES", "POOL_SAMPLING", "PettingZooConfig", "section_of"]
 
 #: "auto": the module's Parallel API where it has one, else its AEC game turn by turn;
 #: "parallel": the Parallel API (an AEC-only game through PettingZoo's aec_to_parallel, where it allows it);
@@ -20,6 +20,8 @@ APIS = ("auto", "parallel", "turns")
 OPPONENTS = ("random", "lookahead", "pool")
 #: How a pool opponent picks its member for each game: any member alike, or the newest.
 POOL_SAMPLING = ("uniform", "latest")
+#: How a pool member picks its moves: from its exploration policy, or its greedy action.
+POOL_MOVES = ("sampled", "greedy")
 
 
 def _check_make_kwargs(_inst: Any, _attr: Any, value: Any) -> None:
@@ -77,6 +79,9 @@ class PettingZooConfig:
     #: Which member a pool opponent plays each game with: "uniform" (any, drawn from the game copy's seeded
     #: stream) or "latest" (the newest).
     pool_sampling: str = attrs.field(default="uniform", validator=_one_of(POOL_SAMPLING))
+    #: How a pool member moves: "greedy" (the snapshot's greedy action) or "sampled" (drawn from its exploration
+    #: policy, as it played in training).
+    pool_moves: str = attrs.field(default="greedy", validator=_one_of(POOL_MOVES))
     #: The opponents a turn-based game's evaluation plays, each in turn, reported as ``eval/vs_<opponent>/win_rate``
     #: (and per seat); [] (the default): the training opponent alone.
     eval_opponents: list = attrs.field(factory=list, validator=_check_eval_opponents)

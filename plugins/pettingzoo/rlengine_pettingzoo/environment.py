@@ -87,7 +87,7 @@ class PettingZooEnvironment(Environment):
     def _turns(config: PettingZooConfig, env_id: str) -> dict:
         """The keyword arguments of :class:`TurnGames`: its opponents, and the pool when one of them plays it."""
         opponents = config.opponents()
-        pool = (pool_of(config, env_id), config.pool_sampling) if "pool" in opponents else None
+        pool = (pool_of(config, env_id), config.pool_sampling, config.pool_moves) if "pool" in opponents else None
         return {"opponents": opponents, "versus": config.evaluation, "pool": pool}
 
     @staticmethod

@@ -9,8 +9,10 @@ the pool is dropped); the pool's list is read again at every game's start.
 
 A :class:`PoolPlayer` plays one game copy's other seats: at each game's start it picks a member
 (``"uniform"``: from the copy's own random stream, so a seeded run replays its opponents given the same
-checkpoints; ``"latest"``: the newest), and each move is that snapshot's greedy action for the seat's own
-observation (the row the learner would get in that seat: its one-hot, its ``action_mask``). Before the
+checkpoints; ``"latest"``: the newest), and each move is that snapshot's action for the seat's own
+observation (the row the learner would get in that seat: its one-hot, its ``action_mask``): drawn from the
+snapshot's exploration policy (``pool_moves = "sampled"``, from the loaded policy's own generator, seeded by
+the run's seed) or its greedy action (``"greedy"``). Before the
 first checkpoint (an empty pool) it plays random legal moves.
 """
 
@@ -90,9 +92,9 @@ class _Locked:
     def __init__(self, policy: Any):
         self.policy, self._lock = policy, threading.Lock()
 
-    def predict(self, observation: Any) -> Any:
+    def predict(self, observation: Any, greedy: bool) -> Any:
         with self._lock:
-            return self.policy.predict(observation)[0]
+            return self.policy.predict(observation, deterministic=greedy)[0]
 
 
 class PoolPlayer:
@@ -100,8 +102,9 @@ class PoolPlayer:
 
     name = "pool"
 
-    def __init__(self, pool: CheckpointPool, sampling: str, layout: Any, fallback: Any):
+    def __init__(self, pool: CheckpointPool, sampling: str, layout: Any, fallback: Any, moves: str = "greedy"):
         self.pool, self.sampling, self.layout, self.fallback = pool, sampling, layout, fallback
+        self.greedy = moves == "greedy"
         self.member: Optional[Any] = None
         self.unmasked = 0  # moves the snapshot chose against the mask (replaced by random legal ones): none expected
 
@@ -113,7 +116,7 @@ class PoolPlayer:
         if self.member is None:
             return self.fallback.move(game, obs, rng)
         seat = self.layout.agents.index(game.agent_selection)
-        action = np.asarray(self.member.predict(self.layout.row(seat, obs)))
+        action = np.asarray(self.member.predict(self.layout.row(seat, obs), self.greedy))
         mask = obs.get("action_mask") if isinstance(obs, dict) else None
         if mask is not None and not mask[int(action)]:
             self.unmasked += 1

@@ -57,12 +57,12 @@ class TurnGames:
 
     def _players(self, env_id: str, opponents: tuple, rows: np.ndarray, pool: tuple | None) -> list:
         """Each row's opponent: the built-in ones shared, a pool player (``pool``: ``(CheckpointPool,
-        sampling)``) per row, since it keeps the member of the row's game."""
+        sampling, moves)``) per row, since it keeps the member of the row's game."""
         space = self.games[0].action_space(self.agents[0])
         shared = {name: make_opponent(name, env_id, space) for name in opponents if name != "pool"}
 
         def player(name: str) -> Any:
-            return shared[name] if name != "pool" else PoolPlayer(*pool, layout=self.layout, fallback=RandomMoves())
+            return shared[name] if name != "pool" else PoolPlayer(pool[0], pool[1], self.layout, RandomMoves(), pool[2])
 
         return [player(opponents[r]) for r in (rows // len(self.agents)) % len(opponents)]
 

@@ -28,16 +28,18 @@ class Snapshot:
     """A stand-in for a loaded checkpoint: plays the rightmost legal column, or always ``column``."""
 
     def __init__(self, iteration, column=None):
-        self.iteration, self.column, self.seen = iteration, column, []
+        self.iteration, self.column, self.seen, self.greedy = iteration, column, [], set()
 
-    def predict(self, observation, state=None):
+    def predict(self, observation, state=None, deterministic=True):
         self.seen.append(observation)
+        self.greedy.add(deterministic)
         mask = observation["action_mask"]
         return np.int64(self.column if self.column is not None else np.flatnonzero(mask)[-1]), None
 
 
 @pytest.mark.parametrize("key, value", [("pool_size", 0), ("pool_every", "2"), ("pool_every", True),
-                                        ("pool_sampling", "best"), ("opponent", "pools"),
+                                        ("pool_sampling", "best"), ("pool_moves", "argmax"),
+                                        ("opponent", "pools"),
                                         ("eval_opponents", ["pool", "pool"])])
 def test_bad_pool_settings_are_one_line_naming_the_key(key, value):
     with pytest.raises(ConfigError, match=rf"\[pettingzoo\] {key}") as err:
@@ -102,7 +104,7 @@ def test_a_pool_opponent_plays_its_snapshots_moves_from_its_own_seat_and_only_le
         assert [list(o["agent_id"]) for o in snapshot.seen[2:]] == [[0, 1], [1, 0]] * 2  # rows 0-3 in turn
         for _ in range(30):  # the learner plays its leftmost legal column, the snapshot its rightmost
             ts = env.step(np.array([np.flatnonzero(m)[0] for m in ts.observation["action_mask"]]))
-        assert sum(o.unmasked for o in games.opponents) == 0
+        assert sum(o.unmasked for o in games.opponents) == 0 and snapshot.greedy == {True}
         legal = PoolPlayer(games.opponents[0].pool, "latest", games.layout, RandomMoves())
         legal.member = pool_module._Locked(Snapshot(8, column=0))
         game = games.games[0]
@@ -111,6 +113,13 @@ def test_a_pool_opponent_plays_its_snapshots_moves_from_its_own_seat_and_only_le
             game.step(0)  # column 0 full
         assert legal.move(game, game.observe(game.agent_selection), np.random.default_rng(0)) != 0
         assert legal.unmasked == 1  # the illegal choice was replaced with a legal random move
+
+
+def test_sampled_pool_moves_come_from_the_snapshots_exploration_policy(tmp_path, monkeypatch):
+    checkpoints(tmp_path / "run", 3)
+    with _pool_game(tmp_path, monkeypatch, pool_moves="sampled") as env:
+        env.reset()
+        assert env._games.opponents[1].member.policy.greedy == {False}
 
 
 @pytest.mark.thorough  # a self-play training run with its checkpoints loaded as opponents (about 30 s)

@@ -69,20 +69,56 @@ def check_spaces(dataset: Any, observation_spec: Any, action_spec: Any, env: str
 
 
 def _space_problem(space: Any, spec: Any, what: str) -> Optional[str]:
+    """What differs between a dataset's space and the run's spec, leaf by leaf (None when they fit); ``what``
+    names the leaf (``observations``, ``observations['pos']``, ...)."""
     from gymnasium import spaces
 
+    if isinstance(space, (spaces.Dict, spaces.Tuple)):
+        return _nest_problem(space, spec, what)
+    if isinstance(spec, (dict, tuple, list)):
+        return f"its {what} are one {type(space).__name__} space, the environment's a {type(spec).__name__} of spaces"
     run = _described(spec)
     if isinstance(space, spaces.Discrete):
-        first, last = int(space.start), int(space.start + space.n - 1)
-        fits = spec.dtype.is_integer and spec.shape.rank == 0 and (int(spec.minimum), int(spec.maximum)) == (
-            first, last)
-        return None if fits else f"its {what} are discrete {first}..{last}, the environment's {run}"
+        # the engine's specs count discrete values from 0 (a space's start is taken off), so only n must agree
+        n = int(space.n)
+        fits = spec.dtype.is_integer and spec.shape.rank == 0 and hasattr(spec, "minimum") and (
+            int(spec.minimum), int(spec.maximum)) == (0, n - 1)
+        first = int(space.start)
+        return None if fits else f"its {what} are discrete {first}..{first + n - 1}, the environment's {run}"
     if isinstance(space, spaces.Box):
         integer = np.issubdtype(space.dtype, np.integer)
         fits = tuple(space.shape) == tuple(spec.shape) and spec.dtype.is_integer == integer
         return None if fits else (f"its {what} are {'integer' if integer else 'real'} of shape {tuple(space.shape)}, "
                                   f"the environment's {run}")
-    return f"its {what} are {type(space).__name__} spaces; only Box and Discrete ones are read so far"
+    return f"its {what} are {type(space).__name__} spaces; only Box, Discrete, Dict and Tuple ones are read so far"
+
+
+def _nest_problem(space: Any, spec: Any, what: str) -> Optional[str]:
+    """:func:`_space_problem` of a Dict or Tuple space: the same keys (or length), then each part."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Dict):
+        if not isinstance(spec, dict) or sorted(spec) != sorted(space.spaces):
+            theirs = sorted(spec) if isinstance(spec, dict) else _described_nest(spec)
+            return f"its {what} are a dict of {sorted(space.spaces)}, the environment's {theirs}"
+        parts = [(space.spaces[key], spec[key], f"{what}[{key!r}]") for key in sorted(space.spaces)]
+    else:
+        if not isinstance(spec, (tuple, list)) or len(spec) != len(space.spaces):
+            return f"its {what} are a tuple of {len(space.spaces)}, the environment's {_described_nest(spec)}"
+        parts = [(part, spec[i], f"{what}[{i}]") for i, part in enumerate(space.spaces)]
+    for part_space, part_spec, name in parts:
+        problem = _space_problem(part_space, part_spec, name)
+        if problem:
+            return problem
+    return None
+
+
+def _described_nest(spec: Any) -> str:
+    if isinstance(spec, dict):
+        return f"a dict of {sorted(spec)}"
+    if isinstance(spec, (tuple, list)):
+        return f"a tuple of {len(spec)}"
+    return _described(spec)
 
 
 def _described(spec: Any) -> str:
@@ -92,21 +128,59 @@ def _described(spec: Any) -> str:
     return f"{'integer' if spec.dtype.is_integer else 'real'} of shape {tuple(spec.shape)}"
 
 
-def episode_rows(episode: Any, experience_spec: Any) -> Any:
-    """The ``T + 1`` experience rows of one Minari episode, numpy leaves shaped as ``experience_spec``'s."""
+def episode_rows(episode: Any, experience_spec: Any, observation_space: Any = None, action_space: Any = None) -> Any:
+    """The ``T + 1`` experience rows of one Minari episode, numpy leaves shaped as ``experience_spec``'s.
+
+    Dict and Tuple observations and actions become the nests the engine's specs have (a dict's keys sorted);
+    with the dataset's spaces given, discrete values are counted from 0 as in those specs (a space's
+    ``start`` taken off)."""
     steps = len(episode.rewards)
     step_type = np.full(steps + 1, StepType.MID, np.int32)
     step_type[0], step_type[-1] = StepType.FIRST, StepType.LAST
     discount = np.ones(steps + 1, np.float32)
     discount[-1] = 0.0 if steps and bool(episode.terminations[-1]) else 1.0
-    actions = np.asarray(episode.actions)
-    zero_action = np.zeros((1, *actions.shape[1:]), actions.dtype)
+    actions = _nested(episode.actions, experience_spec.action, action_space)
     values = dict(step_type=step_type, reward=np.concatenate([[0.0], episode.rewards]), discount=discount,
-                  observation=np.asarray(episode.observations), env_id=np.zeros(steps + 1, np.int32),
-                  prev_action=np.concatenate([zero_action, actions]), action=np.concatenate([actions, zero_action]))
-    return experience_spec._replace(**{
-        field: _as_spec(value, getattr(experience_spec, field), steps + 1) for field, value in values.items()},
-        rollout_info=_zeros(experience_spec.rollout_info, steps + 1), state=_zeros(experience_spec.state, steps + 1))
+                  env_id=np.zeros(steps + 1, np.int32))
+    rows = {field: _as_spec(value, getattr(experience_spec, field), steps + 1) for field, value in values.items()}
+    observation = _map(lambda value, spec: _as_spec(value, spec, steps + 1),
+                       _nested(episode.observations, experience_spec.observation, observation_space),
+                       experience_spec.observation)
+    prev_action = _map(lambda value, spec: _as_spec(_with_zero_row(value, first=True), spec, steps + 1),
+                       actions, experience_spec.prev_action)
+    action = _map(lambda value, spec: _as_spec(_with_zero_row(value, first=False), spec, steps + 1),
+                  actions, experience_spec.action)
+    return experience_spec._replace(**rows, observation=observation, prev_action=prev_action, action=action,
+                                    rollout_info=_zeros(experience_spec.rollout_info, steps + 1),
+                                    state=_zeros(experience_spec.state, steps + 1))
+
+
+def _nested(values: Any, spec: Any, space: Any) -> Any:
+    """A Minari episode's observations or actions as the nest of ``spec`` (Minari gives a Dict space's values
+    as a dict and a Tuple space's as a tuple of arrays), discrete ones counted from 0 when ``space`` is given."""
+    from gymnasium import spaces
+
+    if isinstance(spec, dict):
+        return {key: _nested(values[key], spec[key], None if space is None else space.spaces[key]) for key in spec}
+    if isinstance(spec, (tuple, list)):
+        return tuple(_nested(values[i], part, None if space is None else space.spaces[i])
+                     for i, part in enumerate(spec))
+    values = np.asarray(values)
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        return values - np.asarray(space.start, values.dtype)
+    return values
+
+
+def _with_zero_row(values: np.ndarray, first: bool) -> np.ndarray:
+    """``values`` with a row of zeros before (``first``) or after them: the action of no step."""
+    zero = np.zeros((1, *values.shape[1:]), values.dtype)
+    return np.concatenate([zero, values] if first else [values, zero])
+
+
+def _map(fn: Any, values: Any, spec: Any) -> Any:
+    import tensorflow as tf
+
+    return tf.nest.map_structure(fn, values, spec)
 
 
 def dataset_chunks(dataset: Any, experience_spec: Any) -> Iterator[Any]:
@@ -114,7 +188,7 @@ def dataset_chunks(dataset: Any, experience_spec: Any) -> Iterator[Any]:
     pending: list = []
     size = 0
     for episode in dataset.iterate_episodes():
-        pending.append(episode_rows(episode, experience_spec))
+        pending.append(episode_rows(episode, experience_spec, dataset.observation_space, dataset.action_space))
         size += len(pending[-1].step_type)
         if size >= ROWS_PER_ADD:
             yield _concatenated(pending)

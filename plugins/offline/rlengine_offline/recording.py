@@ -38,10 +38,21 @@ def record_episodes(env: Any, act: Act, episodes: int, seed: int,
             truncations.append(bool(truncated))
             done = terminated or truncated
         buffers.append(EpisodeBuffer(
-            id=i, observations=np.stack(observations), actions=np.stack(actions), rewards=np.asarray(rewards),
+            id=i, observations=stacked(observations), actions=stacked(actions), rewards=np.asarray(rewards),
             terminations=np.asarray(terminations), truncations=np.asarray(truncations), infos={}))
         returns.append(sum(rewards))
     return buffers, returns
+
+
+def stacked(values: list) -> Any:
+    """One array per leaf of a list of observations or actions: a Dict space's values stay a dict, a Tuple
+    space's a tuple, each leaf stacked over the steps (what Minari's episode buffers take)."""
+    first = values[0]
+    if isinstance(first, dict):
+        return {key: stacked([value[key] for value in values]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(stacked([value[i] for value in values]) for i in range(len(first)))
+    return np.stack(values)
 
 
 def write_dataset(dataset_id: str, env: Any, buffers: list, algorithm: str, description: str,

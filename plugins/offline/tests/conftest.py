@@ -6,10 +6,12 @@ import sys
 
 import pytest
 
-# The plugin may be tested from its checkout, uninstalled: its directory goes first on sys.path.
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _PACKAGE not in sys.path:
-    sys.path.insert(0, _PACKAGE)
+# The plugin may be tested from its checkout, uninstalled: its directory goes first on sys.path, and this
+# one too (dict_env_module is imported by name).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+for _path in (os.path.dirname(_HERE), _HERE):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 
 @pytest.fixture

@@ -67,9 +67,9 @@ class CheckpointPool:
             if iteration not in self._snapshots:
                 try:
                     policy = self._load(self.run_dir, iteration)
-                    self.loads += 1
-                except (FileNotFoundError, CheckpointChoiceError, DamagedCheckpointError):  # pruned or damaged since listed
+                except (FileNotFoundError, CheckpointChoiceError, DamagedCheckpointError):  # pruned or damaged since
                     return None
+                self.loads += 1
                 self._snapshots[iteration] = _Locked(policy)
                 members = set(self.members()) | {iteration}
                 for gone in [n for n in self._snapshots if n not in members]:

@@ -87,6 +87,7 @@ class DQNInfo(NamedTuple):
     q: tf.Tensor  # [B] Q of the replayed action
     target: tf.Tensor  # [B]
     mask: tf.Tensor  # [B]
+    q_all: tf.Tensor  # [B, A] Q of every action (illegal ones at the lowest value), for a regularizer
 
 
 class RecurrentDQNInfo(NamedTuple):
@@ -198,9 +199,10 @@ class DQN(OffPolicyAlgorithm):
         if self.recurrent:
             return self._recurrent_train_step(batch, state)
         action = tf.cast(batch.action, tf.int32) - self.offset
-        q = tf.gather(self._q(self.q_network, self.encoder, batch.observation), action, batch_dims=1)
+        q_all = self._q(self.q_network, self.encoder, batch.observation)
+        q = tf.gather(q_all, action, batch_dims=1)
         target = tf.stop_gradient(self._target(batch))
-        return PolicyStep((), state, DQNInfo(q, target, batch.mask))
+        return PolicyStep((), state, DQNInfo(q, target, batch.mask, q_all))
 
     def _target(self, batch: Transition):
         next_q = self._q(self.target_network, self.target_encoder, batch.next_observation)
@@ -273,8 +275,15 @@ class DQN(OffPolicyAlgorithm):
         with tape:
             td = info.q - info.target
             loss = weighted_mean(huber(td, cfg.huber_delta), info.mask, weight)
+            terms, more = self.regularizer(info, weight)
+            loss = loss + sum(terms.values())
         variables = self.trained
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, variables), cfg.max_grad_norm)
-        diagnostics = {"q": weighted_mean(info.q, info.mask), "grad_norm": norm, "epsilon": self.epsilon()}
+        diagnostics = {"q": weighted_mean(info.q, info.mask), "grad_norm": norm, "epsilon": self.epsilon(), **more}
         priority = tf.abs(td) * info.mask if self.prioritized_replay else ()
-        return LossInfo(loss, {}, priority, diagnostics), list(zip(grads, variables))
+        return LossInfo(loss, terms, priority, diagnostics), list(zip(grads, variables))
+
+    def regularizer(self, info: DQNInfo, weight=None) -> tuple:
+        """``(terms, diagnostics)``: named loss terms added to the TD loss (reported as ``loss/<name>``) and
+        their diagnostics; none here. A subclass adds its own (the offline plugin's discrete CQL)."""
+        return {}, {}

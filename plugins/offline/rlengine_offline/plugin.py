@@ -1,7 +1,7 @@
 """The ``offline`` plugin: learning from Minari datasets.
 
-It registers the ``offline`` pipeline, the ``bc``, ``td3_bc`` and ``iql`` algorithms and the ``collect``
-command, and configures a run that names ``train.dataset``: its pipeline becomes ``offline`` and, unless
+It registers the ``offline`` pipeline, the ``bc``, ``td3_bc``, ``iql``, ``cql`` and ``discrete_cql`` algorithms
+and the ``collect`` command, and configures a run that names ``train.dataset``: its pipeline becomes ``offline`` and, unless
 ``train.env`` names another environment than the default, its environment is the one the dataset was
 recorded on (what evaluation steps). A run that also names ``train.init_from`` (or a pipeline that steps,
 such as ``async``) learns online instead: the dataset starts its replay (``rlengine_dataset_rows``), offline
@@ -20,7 +20,8 @@ RLENGINE_API_VERSION = "1.9"
 
 #: Registered name -> "module:Class" of the algorithms that learn only from datasets.
 ALGORITHMS = {"bc": "rlengine_offline.bc:BC", "td3_bc": "rlengine_offline.td3_bc:TD3BC",
-              "iql": "rlengine_offline.iql:IQL", "cql": "rlengine_offline.cql:CQL"}
+              "iql": "rlengine_offline.iql:IQL", "cql": "rlengine_offline.cql:CQL",
+              "discrete_cql": "rlengine_offline.discrete_cql:DiscreteCQL"}
 
 
 #: The algorithms that cannot act in an environment to learn (no exploration of their own).
@@ -28,11 +29,11 @@ OFFLINE_ONLY = ("bc",)
 
 
 def refuse_discrete(algorithm: str, action_spec) -> None:
-    """One line refusing ``algorithm`` for Discrete actions, pointing at ``bc``; called before the algorithms
-    plugin's base would refuse them pointing at ``dqn``, which learns no dataset."""
+    """One line refusing ``algorithm`` for Discrete actions, pointing at ``bc`` and ``discrete_cql``; called
+    before the algorithms plugin's base would refuse them pointing at ``dqn``."""
     if action_spec.dtype.is_integer:
         raise ConfigError(f"algorithm {algorithm!r} supports Box (continuous) actions, not Discrete; for a Discrete "
-                          "dataset use 'bc'")
+                          "dataset use 'bc' or 'discrete_cql'")
 
 
 @hookimpl

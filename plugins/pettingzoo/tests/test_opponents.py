@@ -93,9 +93,9 @@ def test_evaluation_copies_meet_each_named_opponent_in_each_seat():
 
 
 @pytest.mark.parametrize("section, message", [
-    ({"opponent": "minimax"}, r"\[pettingzoo\] opponent must be one of 'random', 'lookahead', got 'minimax'"),
+    ({"opponent": "minimax"}, r"\[pettingzoo\] opponent must be one of 'random', 'lookahead', 'pool', got 'minimax'"),
     ({"eval_opponents": ["random", "best"]},
-     r"\[pettingzoo\] eval_opponents must be a list of distinct opponents among 'random', 'lookahead', got"),
+     r"\[pettingzoo\] eval_opponents must be a list of distinct opponents among 'random', 'lookahead', 'pool', got"),
     ({"eval_opponents": "random"}, r"eval_opponents must be a list"),
 ])
 def test_an_unknown_opponent_is_refused_naming_the_key_and_the_choices(section, message):

@@ -17,8 +17,13 @@ at ``s``::
 (the constant ``log 3N`` makes the estimate a proper one; it leaves the gradient unchanged). The
 sampled actions and their densities are constants: the term trains the critics (and their encoder)
 only. Everything else is the algorithms plugin's SAC unchanged: twin critics and Polyak targets,
-the tanh-squashed Gaussian actor, the learnt entropy temperature and its soft target. ``alpha`` is
-fixed (the paper's non-Lagrangian form, its choice for the Gym tasks).
+the tanh-squashed Gaussian actor, the learnt entropy temperature and its soft target.
+
+By default ``alpha`` is fixed (the paper's non-Lagrangian form, its choice for the Gym tasks). With
+``target_action_gap`` (tau) > 0 it is the paper's Lagrangian form, its choice for AntMaze and Adroit: the
+term becomes ``alpha' * (alpha * gap_i - tau)`` for each critic, and ``alpha'`` (from 1, kept in
+``[0, 1e6]``) is learnt by dual ascent, growing while the weighted gap exceeds tau and shrinking below it,
+so the critics hold the gap near tau whatever the scale of the rewards.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import NamedTuple
 import attrs
 import tensorflow as tf
 from rlengine_algorithms.critics import Transition, weighted_mean
+from rlengine_algorithms.optimizers import FusedAdam
 from rlengine_algorithms.sac import SAC, SACConfig, SACInfo
 
 import rlengine
@@ -51,6 +57,11 @@ class CQLConfig(SACConfig):
     alpha: float = attrs.field(default=5.0, validator=_v.ge(0))
     #: actions drawn from each of the three proposals (uniform, policy at s, policy at s') per state
     num_sampled_actions: int = attrs.field(default=10, validator=_v.ge(1))
+    #: > 0: the Lagrangian form, alpha' learnt to hold each critic's alpha x gap near this value (the
+    #: paper's 5 or 10 for AntMaze); 0: alpha fixed
+    target_action_gap: float = attrs.field(default=0.0, validator=_v.ge(0))
+    #: Adam step size of log alpha' (the Lagrangian form only)
+    alpha_prime_lr: float = attrs.field(default=3e-4, validator=_v.gt(0))
 
 
 def conservative_gap(q_sampled, log_density, q_data):
@@ -74,6 +85,10 @@ class CQL(SAC):
     def __init__(self, time_step_spec, action_spec, config):
         refuse_discrete("cql", action_spec)
         super().__init__(time_step_spec, action_spec, config)
+        self.lagrangian = config.target_action_gap > 0
+        if self.lagrangian:
+            self.log_alpha_prime = tf.Variable(0.0, name="log_alpha_prime")
+            self.optimizers.append((FusedAdam(config.alpha_prime_lr, jit_compile=False), [self.log_alpha_prime]))
 
     def train_step(self, batch: Transition, state) -> PolicyStep:
         step = super().train_step(batch, state)
@@ -105,16 +120,28 @@ class CQL(SAC):
 
     def train_complete(self, tape, info: CQLInfo, weight=None):
         loss_info, grads_and_vars = super().train_complete(tape, info.sac, weight)
+        cfg = self.config
         with tape:
-            conservative = self.config.alpha * weighted_mean(tf.reduce_sum(info.gap, 0), info.sac.mask, weight)
+            weighted_gaps = cfg.alpha * tf.stack([weighted_mean(info.gap[i], info.sac.mask, weight) for i in (0, 1)])
+            if self.lagrangian:
+                alpha_prime = tf.clip_by_value(tf.exp(self.log_alpha_prime), 0.0, 1e6)
+                excess = weighted_gaps - cfg.target_action_gap
+                conservative = tf.reduce_sum(tf.stop_gradient(alpha_prime) * excess)
+                alpha_prime_loss = -0.5 * tf.reduce_sum(alpha_prime * tf.stop_gradient(excess))  # dual ascent
+            else:
+                conservative = tf.reduce_sum(weighted_gaps)
         # The term's gradient joins the critics' (the same variables, SAC's critic optimizer).
         critic_variables = self.optimizers[1][1]
         extra = dict(zip((v.ref() for v in critic_variables), tape.gradient(conservative, critic_variables)))
         grads_and_vars = [(_add(grad, extra.get(var.ref())), var) for grad, var in grads_and_vars]
         terms = dict(loss_info.extra, conservative=conservative)
         diagnostics = dict(loss_info.diagnostics, conservative_gap=weighted_mean(info.gap[0], info.sac.mask))
-        return loss_info._replace(loss=loss_info.loss + conservative, extra=terms, diagnostics=diagnostics), \
-            grads_and_vars
+        if self.lagrangian:
+            grads_and_vars.append((tape.gradient(alpha_prime_loss, self.log_alpha_prime), self.log_alpha_prime))
+            terms["alpha_prime"] = alpha_prime_loss
+            diagnostics["alpha_prime"] = alpha_prime
+        return loss_info._replace(loss=loss_info.loss + sum(terms[k] for k in terms if k not in loss_info.extra),
+                                  extra=terms, diagnostics=diagnostics), grads_and_vars
 
 
 def _add(grad, extra):

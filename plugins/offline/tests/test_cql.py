@@ -56,6 +56,28 @@ def test_a_few_cql_updates_give_finite_losses_and_discrete_actions_are_refused(r
         cql_engine(offline_plugins, tmp_path / "discrete", "cartpole/random-v0", 10, 10).train()
 
 
+def test_the_lagrangian_form_learns_alpha_prime_down_while_the_gap_is_under_its_target(record, offline_plugins,
+                                                                                     tmp_path, checkpoint_values):
+    record("pendulum/random-v0", "Pendulum-v1", 2)
+    small = {"mini_batch_size": 32, "hidden_sizes": [16, 16], "num_sampled_actions": 3, "alpha_prime_lr": 0.05}
+    cql_engine(offline_plugins, tmp_path / "run", "pendulum/random-v0", 20, 10, checkpoint_interval=1,
+               cql=small | {"target_action_gap": 1000.0}).train()
+    rows = [row for row in MemoryWriter.last.rows if "diagnostics/alpha_prime" in row]
+    first, last = rows[0], rows[-1]
+    # 5 x gap is far below 1000: dual ascent shrinks log alpha' from 0 by about Adam's step size per update
+    # (a row's diagnostics average its iteration's 10 updates)
+    assert last["diagnostics/alpha_prime"] < first["diagnostics/alpha_prime"] < 1.0
+    expected = np.mean([math.exp(-0.05 * k) for k in range(10, 20)])
+    assert last["diagnostics/alpha_prime"] == pytest.approx(expected, rel=0.1)
+    assert np.isfinite(last["loss/alpha_prime"]) and last["loss/conservative"] < 0  # alpha' x (5 gap - 1000) < 0
+    values = checkpoint_values(tmp_path / "run", 2)
+    assert any("log_alpha_prime" in name for name in values)  # a resume continues from the learnt alpha'
+    assert any(name.startswith("algorithm/optimizers/3/") for name in values)  # its optimizer, after SAC's three
+    fixed = cql_engine(offline_plugins, tmp_path / "fixed", "pendulum/random-v0", 10, 10, cql=small)
+    fixed.train()
+    assert "diagnostics/alpha_prime" not in MemoryWriter.last.rows[-1]  # 0, the default: alpha fixed
+
+
 @pytest.mark.thorough  # two runs and a resume
 def test_a_resumed_cql_run_ends_with_the_weights_of_an_uninterrupted_one(record, offline_plugins, tmp_path,
                                                                         checkpoint_values):

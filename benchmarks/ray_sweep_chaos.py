@@ -21,7 +21,9 @@ Checked after each run: the command exited 0; every seed (trial) has its one
 run directory and no other exists; each ended with a complete checkpoint at
 the full budget; none was trained twice from scratch (in a seed's log, one
 life starts at iteration 1 and every later life, on another node, at a later
-one: it resumed from its checkpoint; for a trial, its ``metrics.jsonl``); and
+one: it resumed from its checkpoint; for a trial, its ``metrics.jsonl``,
+whose ``wall_time`` starts again in each process); every seed or trial that
+trained on the removed node started again; and
 no process of the cluster or the sweep is left once the cluster is shut
 down (this process is their subreaper: every orphan is re-parented here and
 found). One line a run; at the end N/N finished, duplicated 0, lost 0.
@@ -95,12 +97,10 @@ def lives(kind: str, run_dir: str) -> list:
         return [int(m[1]) if (m := ITER_LINE.search(part)) else 0 for part in text.split("on Ray node")[1:]]
     rows = [json.loads(line) for line in read(os.path.join(run_dir, "metrics.jsonl")).splitlines() if line.strip()]
     firsts, last = [], None
-    for it in (row["iteration"] for row in rows if "iteration" in row):
-        # a life's rows go up; the next life's go back to where it resumed (an evaluation repeats its
-        # iteration's row; a life that resumed from exactly its last row is not seen here)
-        if last is None or it < last:
-            firsts.append(int(it))
-        last = it
+    for row in rows:  # wall_time counts from its process's start: a lower one than the row before is a new life
+        if last is None or row["wall_time"] < last:
+            firsts.append(int(row["iteration"]))
+        last = row["wall_time"]
     return firsts
 
 
@@ -112,8 +112,8 @@ def wanted(kind: str, args) -> int:
 
 
 # -- the processes of a run ------------------------------------------------------------------------------
-def descendants() -> list:
-    """Pids of every living process below this one (orphans come here: this process is their subreaper)."""
+def descendants(root: int = 0) -> list:
+    """Pids of every living process below ``root`` (default this one, the subreaper of the cluster's orphans)."""
     parents = {}
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
@@ -123,13 +123,25 @@ def descendants() -> list:
                 parents[pid] = int(rest[1])
         except (ValueError, IndexError):
             continue
-    found, frontier = [], [os.getpid()]
+    found, frontier = [], [root or os.getpid()]
     while frontier:
         parent = frontier.pop()
         children = [p for p, pp in parents.items() if pp == parent]
         found += children
         frontier += children
     return found
+
+
+def held_by(node) -> list:
+    """The seeds or trials training on ``node``: the run directories its processes hold files open in."""
+    names = set()
+    for pid in descendants(node.all_processes["raylet"][0].process.pid):
+        for fd in glob.glob(f"/proc/{pid}/fd/*"):
+            try:
+                names.update(re.findall(r"/((?:seed|trial)-\d+)/", os.readlink(fd)))
+            except OSError:
+                continue
+    return sorted(names)
 
 
 def reap() -> None:
@@ -173,6 +185,7 @@ def remove_later(cluster, kind: str, root: str, rng: random.Random, args, sweep,
     node = out["workers"][victim]
     out["at_kill"] = {os.path.basename(d): checkpoint_steps(d) for d in run_dirs(kind, root)}
     out["killed_after"] = time.monotonic() - out["start"]
+    out["held"] = held_by(node)
     cluster.remove_node(node)  # SIGKILL to the node's processes
     if args.replace:
         cluster.add_node(num_cpus=1)
@@ -237,6 +250,9 @@ def check(kind: str, root: str, args, out: dict) -> None:
     out["duplicated"] = max(0, len(dirs) - wanted(kind, args)) + sum(
         n for name, n in again.items() if n > 0 and at_kill.get(name, 1) != 0)
     out["resumed"] = sorted(name for name, firsts in out["lives"].items() if len(firsts) > 1)
+    # each seed (trial) on the removed node started again elsewhere: its log names every start (the
+    # wall_time of its metrics starts again from 0)
+    out["not_restarted"] = [name for name in out.get("held", []) if len(out["lives"].get(name, [])) < 2]
 
 
 def verdict(out: dict) -> str:
@@ -246,6 +262,8 @@ def verdict(out: dict) -> str:
     if out.get("lost") or out.get("duplicated"):
         problems.append(f"lost {out.get('lost')}, duplicated {out.get('duplicated')} "
                         f"({' | '.join(out.get('errors', [])) or 'no error printed'})")
+    if out.get("not_restarted"):
+        problems.append(f"{out['not_restarted']} trained on the removed node but were not started again")
     if out["strays"]:
         problems.append(f"{out['strays']} processes left after the cluster's shutdown")
     if "killed_after" not in out and not problems:
@@ -256,7 +274,8 @@ def verdict(out: dict) -> str:
 def print_run(index: int, out: dict, problems: str) -> None:
     if "killed_after" in out:
         at = ", ".join(f"{k} {v}" for k, v in sorted(out["at_kill"].items()))
-        kill = (f"node {out['victim'] + 1} of 2 removed {out['delay']:.1f} s after the first checkpoint, at "
+        kill = (f"node {out['victim'] + 1} of 2 (training {', '.join(out['held']) or 'nothing'}) removed "
+                f"{out['delay']:.1f} s after the first checkpoint, at "
                 f"{out['killed_after']:.0f} s (checkpoints at the kill: {at})")
     else:
         kill = "no node removed"
@@ -281,6 +300,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a sweep may take")
     parser.add_argument("--keep", action="store_true", help="keep each run's files (and print where)")
     args = parser.parse_args()
+    # stopped (Ctrl-C, SIGTERM; a background job ignores SIGINT): the run's cleanup still removes its cluster
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of the cluster come here, to be found and reaped
     results = []

@@ -90,13 +90,26 @@ class RowLayout:
                  agent_id: bool):
         self.env_id, self.agents = env_id, list(agents)
         obs_spaces = [observation_space(a) for a in self.agents]
-        self.action_space, self.own_actions = self._shared_action_space([action_space(a) for a in self.agents])
+        act_spaces = [action_space(a) for a in self.agents]
+        self._check_mask_lengths(obs_spaces, act_spaces)
+        self.action_space, self.own_actions = self._shared_action_space(act_spaces)
         self.action_spec = _action_spec(self.action_space, env_id)
         self.pad_to = self._padding(obs_spaces)
         self.one_hot = np.eye(len(self.agents), dtype=np.float32) if agent_id and len(self.agents) > 1 else None
         self.observation_spec = self._observation_spec(obs_spaces[0])
         if self.own_actions is not None:
             self.observation_spec = self._with_mask_spec(self.observation_spec)
+
+    def _check_mask_lengths(self, obs_spaces: list, act_spaces: list) -> None:
+        """A game's ``action_mask`` has one entry per action of its agent's ``Discrete`` space; else one line
+        naming the agent (a longer or shorter mask would mask the wrong actions, or index past them)."""
+        for agent, obs, act in zip(self.agents, obs_spaces, act_spaces):
+            mask = obs.spaces.get(ACTION_MASK_KEY) if isinstance(obs, spaces.Dict) else None
+            if mask is None or not isinstance(act, spaces.Discrete) or mask.shape == (int(act.n),):
+                continue
+            raise ConfigError(f"environment {self.env_id!r}: agent {agent!r} has an action_mask of shape "
+                              f"{mask.shape} for its action space {act}; a mask has one entry per action "
+                              f"({int(act.n)}): fix the game's observation space")
 
     def _shared_action_space(self, act_spaces: list) -> tuple:
         """``(the rows' action space, each agent's action mask or None)``: the largest of differing

@@ -122,6 +122,20 @@ def test_a_games_own_masks_of_different_lengths_are_padded_and_met_with_each_age
         assert tiny_games.TinyGame.refused == []
 
 
+def test_a_mask_whose_length_is_not_its_agents_action_count_is_refused_by_name(monkeypatch):
+    class WrongMask(tiny_games.TinyGame):  # equal action spaces, but one agent's mask is a move short
+        def observation_space(self, agent):
+            space = super().observation_space(agent)
+            if agent == "short":
+                return tiny_games.spaces.Dict({**space.spaces, "action_mask": tiny_games.spaces.Box(0, 1, (1,), np.int8)})
+            return space
+
+    monkeypatch.setattr(environment_module, "resolve_module", lambda env_id: as_module(lambda: WrongMask(masks=True)))
+    with pytest.raises(ConfigError, match=r"'pettingzoo/wrong_v0': agent 'short' has an action_mask of shape \(1,\) "
+                                          r"for its action space Discrete\(2\); a mask has one entry per action \(2\)"):
+        PettingZooEnvironment("pettingzoo/wrong_v0", 3, seed=0)
+
+
 def test_agents_with_discrete_and_box_action_spaces_are_refused_by_name(monkeypatch):
     class Mixed(tiny_games.TinyGame):
         def action_space(self, agent):

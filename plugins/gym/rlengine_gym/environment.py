@@ -20,7 +20,7 @@ import functools
 import multiprocessing
 import pickle
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 import gymnasium
 import numpy as np
@@ -182,12 +182,13 @@ class GymEnvironment(Environment):
         venv = self._live_venv()
         if self.vectorization == "native":
             return pickle.dumps({"venv": native_state(venv, self.env_id), "was_last": self._was_last,
-                                 "seeded": self._seeded})
+                                 "seeded": self._seeded, "copies": self.num_envs})
         if not isinstance(venv, SyncVectorEnv):
             raise NotImplementedError(f'{self.env_id!r}: environment state is not saved with vectorization = "async"')
         return pickle.dumps({
             "envs": venv.envs, "autoreset": venv._autoreset_envs, "was_last": self._was_last,
             "seeded": self._seeded, "action_spaces": (venv.action_space, venv.single_action_space),
+            "copies": self.num_envs,
         })
 
     def restore_state(self, state: bytes) -> None:
@@ -197,8 +198,8 @@ class GymEnvironment(Environment):
         if ("venv" in saved) != (self.vectorization == "native") or isinstance(venv, AsyncVectorEnv):
             raise NotImplementedError(f"{self.env_id!r}: the saved state is of another vectorization than "
                                       f"{self.vectorization!r}")
-        copies = len(saved["was_last"])
-        if copies != self.num_envs:
+        copies = _saved_copies(saved)
+        if copies is not None and copies != self.num_envs:
             raise ConfigError(f"{self.env_id!r}: the saved state holds {copies} copies, this run "
                               f"has num_envs = {self.num_envs}")
         if "venv" in saved:
@@ -287,3 +288,14 @@ class GymEnvironment(Environment):
             f"GymEnvironment({self.env_id!r}, num_envs={self.num_envs}, seed={self.seed}, "
             f"first_env_id={self.first_env_id}, vectorization={self.vectorization!r})"
         )
+
+
+def _saved_copies(saved: dict) -> Optional[int]:
+    """The number of copies a saved state holds, None if it cannot tell. A copy set never stepped (an
+    evaluation environment checkpointed before its first evaluation) has no ``was_last`` yet; states saved
+    before ``copies`` was kept tell it by their ``envs`` (sync) or ``was_last``."""
+    if "copies" in saved:
+        return saved["copies"]
+    if "envs" in saved:
+        return len(saved["envs"])
+    return None if saved["was_last"] is None else len(saved["was_last"])

@@ -7,6 +7,7 @@ from rlengine_gym.environment import GymConfig, GymEnvironment
 
 import rlengine
 from rlengine import ConfigError, StepType, hookimpl
+from rlengine.testing import testing_plugin, tiny_config
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "native"])
@@ -41,11 +42,11 @@ class CrashAfterCheckpoint:
 @pytest.mark.thorough  # two short runs
 def test_a_run_checkpointed_before_its_first_evaluation_resumes(tmp_path):
     """Its checkpoint holds the evaluation copies' state before they ever stepped."""
-    raw = {"train": dict(algorithm="ppo", env="CartPole-v1", num_envs=2, unroll_length=16, num_env_steps=96,
-                         eval_interval=100, num_eval_episodes=2, checkpoint_interval=1, writers=[],
-                         root_dir=str(tmp_path / "run"))}
+    raw = tiny_config(str(tmp_path / "run"), env="CartPole-v1", env_provider="gym", num_envs=2, unroll_length=4,
+                      num_env_steps=48, eval_interval=100, checkpoint_interval=1, writers=[])
+    testing = ("testing", testing_plugin())
     with pytest.raises(Exception) as crashed:  # a hook's exception may arrive wrapped
-        rlengine.Engine(raw, extra_plugins=[("crash", CrashAfterCheckpoint())], use_preset=False).train()
+        rlengine.Engine(raw, extra_plugins=[testing, ("crash", CrashAfterCheckpoint())]).train()
     assert "Crash" in repr(crashed.value) or isinstance(crashed.value.__cause__, Crash)
-    result = rlengine.Engine(raw, use_preset=False).train()
-    assert result.env_steps == 96
+    result = rlengine.Engine(raw, extra_plugins=[("testing", testing_plugin())]).train()
+    assert result.env_steps == 48

@@ -171,6 +171,21 @@ def _nested(values: Any, spec: Any, space: Any) -> Any:
     return values
 
 
+def space_values(values: Any, space: Any) -> Any:
+    """The inverse of :func:`_nested`: the engine's nest of arrays (a dict's keys sorted, discrete values
+    counted from 0) as the Gymnasium ``space`` holds them (its own key order, its ``start``, its dtype)."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Dict):
+        return {key: space_values(values[key], part) for key, part in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(space_values(values[i], part) for i, part in enumerate(space.spaces))
+    values = np.asarray(values)
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        values = values + np.asarray(space.start, values.dtype)
+    return values.astype(space.dtype, copy=False)
+
+
 def _with_zero_row(values: np.ndarray, first: bool) -> np.ndarray:
     """``values`` with a row of zeros before (``first``) or after them: the action of no step."""
     zero = np.zeros((1, *values.shape[1:]), values.dtype)

@@ -5,8 +5,9 @@ oldest first. Each whole episode a copy's ring holds (a FIRST row through the ne
 Minari episode: its observations, the action taken at each row but the LAST, the reward of arriving at
 each next row, and a termination when the LAST row's discount is 0, a truncation otherwise (a time
 limit, or an episode a resumed run cut). The ring's oldest rows, whose episode began before them, and
-each copy's episode still running are left out. A "medium-replay" dataset is such a replay, taken from
-a run stopped part way.
+each copy's episode still running are left out. Dict and Tuple observations and actions are written as
+the environment's spaces hold them (:func:`~rlengine_offline.datasets.space_values`). A "medium-replay"
+dataset is such a replay, taken from a run stopped part way.
 """
 
 from __future__ import annotations
@@ -28,22 +29,35 @@ def episodes_of(rows: Any) -> Iterator[tuple]:
         if not len(ends) or np.any(step_type[start + 1:ends[0] + 1] == StepType.FIRST):
             continue  # still running when the checkpoint was written, or cut short before its LAST
         end = ends[0]
-        yield (rows.observation[start:end + 1], rows.action[start:end], rows.reward[start + 1:end + 1],
-               bool(rows.discount[end] == 0.0))
+        yield (_rows(rows.observation, start, end + 1), _rows(rows.action, start, end),
+               rows.reward[start + 1:end + 1], bool(rows.discount[end] == 0.0))
 
 
-def replay_buffers(run_dir: str, episodes: Optional[int]) -> tuple[list, list, str]:
-    """``(episode buffers, returns, env id)`` of the run's replay: the newest ``episodes`` whole ones, or all."""
-    from minari.data_collector import EpisodeBuffer
+def _rows(values: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` of every leaf of a nest of arrays."""
+    if isinstance(values, dict):
+        return {key: _rows(value, start, stop) for key, value in values.items()}
+    if isinstance(values, (tuple, list)):
+        return tuple(_rows(value, start, stop) for value in values)
+    return values[start:stop]
 
+
+def replay_engine(run_dir: str) -> Any:
+    """The engine of the finished run ``run_dir``, as its ``config.toml`` and directory say."""
     import rlengine
 
-    engine = rlengine.Engine(os.path.join(run_dir, "config.toml"), [f"train.root_dir={_toml(run_dir)}"])
+    return rlengine.Engine(os.path.join(run_dir, "config.toml"), [f"train.root_dir={_toml(run_dir)}"])
+
+
+def replay_buffers(engine: Any, run_dir: str, env: Any, episodes: Optional[int]) -> tuple[list, list]:
+    """``(episode buffers, returns)`` of the run's replay: the newest ``episodes`` whole ones, or all, their
+    observations and actions as the Gymnasium ``env``'s spaces hold them."""
+    from minari.data_collector import EpisodeBuffer
+
+    from rlengine_offline.datasets import space_values
+
     found = []
     for rows in engine.replay_rows():
-        if isinstance(rows.observation, (dict, tuple, list)):
-            raise ConfigError(f"run {run_dir!r}: its observations are a {type(rows.observation).__name__}; only "
-                              "flat Box and Discrete spaces are written to datasets so far")
         found.extend(episodes_of(rows))
     if not found:
         raise ConfigError(f"run {run_dir!r}: its replay holds no whole episode (each copy's episodes are cut by "
@@ -54,9 +68,10 @@ def replay_buffers(run_dir: str, episodes: Optional[int]) -> tuple[list, list, s
         steps = len(rewards)
         ends = np.zeros(steps, bool)
         ends[-1] = True
-        buffers.append(EpisodeBuffer(id=i, observations=observations, actions=actions, rewards=rewards,
+        buffers.append(EpisodeBuffer(id=i, observations=space_values(observations, env.observation_space),
+                                     actions=space_values(actions, env.action_space), rewards=rewards,
                                      terminations=ends & terminated, truncations=ends & (not terminated), infos={}))
-    return buffers, [float(np.sum(r)) for _, _, r, _ in found], engine.config.train.env
+    return buffers, [float(np.sum(r)) for _, _, r, _ in found]
 
 
 def _toml(text: str) -> str:

@@ -92,12 +92,13 @@ def check_new_id(dataset_id: str) -> None:
 
 def replay_dataset(run_dir: str, dataset_id: str, episodes: Optional[int]) -> tuple[Any, float]:
     """The new dataset ``dataset_id`` of the whole episodes in ``run_dir``'s replay; and their average return."""
-    from rlengine_offline.replay_export import replay_buffers
+    from rlengine_offline.replay_export import replay_buffers, replay_engine
 
     check_new_id(dataset_id)
-    buffers, returns, env_id = replay_buffers(run_dir, episodes)
-    env = make_gym_env(env_id, f"run {run_dir!r}")
+    engine = replay_engine(run_dir)
+    env = make_gym_env(engine.config.train.env, f"run {run_dir!r}")
     try:
+        buffers, returns = replay_buffers(engine, run_dir, env, episodes)
         return write_dataset(dataset_id, env, buffers, f"the replay of {run_dir}",
                              f"{len(buffers)} episodes of the replay of {run_dir}"), sum(returns) / len(returns)
     finally:

@@ -71,3 +71,25 @@ def test_bc_learns_from_a_dataset_of_dict_observations_and_its_policy_is_recorde
     clone = open_dataset("split/clone-v0")
     episode = next(clone.iterate_episodes())
     assert sorted(episode.observations) == ["cart", "phase", "pole"] and sum(episode.rewards) >= 475
+
+
+@pytest.mark.thorough  # a short DQN run, then its replay written and read back
+def test_a_replay_of_dict_observations_is_written_as_the_environment_holds_them(offline_plugins, tmp_path, capsys):
+    root = tmp_path / "dqn"
+    rlengine.Engine({"train": dict(algorithm="dqn", env=SPLIT_ID, num_envs=2, num_env_steps=256, eval_interval=0,
+                                   writers=[], root_dir=str(root))}, extra_plugins=offline_plugins).train()
+    assert cli.main(["collect", str(root), "--from-replay", "--out", "split/replay-v0"]) == 0
+    assert "wrote dataset 'split/replay-v0'" in capsys.readouterr().out
+    dataset = open_dataset("split/replay-v0")
+    check_spaces(dataset, OBSERVATION, ACTION, SPLIT_ID)
+    episodes = list(dataset.iterate_episodes())
+    assert len(episodes) > 5  # random CartPole play: about 20 steps an episode
+    for episode in episodes:
+        steps = len(episode.rewards)
+        assert sorted(episode.observations) == ["cart", "phase", "pole"]
+        # the environment's phase, 1, 2, 1, ... from the reset (Discrete(2, start=1)), not the engine's 0, 1
+        assert episode.observations["phase"].tolist() == [t % 2 + 1 for t in range(steps + 1)]
+        assert np.all(np.abs(episode.observations["cart"][0]) <= 0.05)  # CartPole's reset: within +-0.05
+        assert episode.terminations[-1] and not episode.truncations.any()
+        rows = episode_rows(episode, experience_spec(), dataset.observation_space, dataset.action_space)
+        assert rows.observation["phase"].tolist() == [t % 2 for t in range(steps + 1)]  # read back from 0

@@ -24,6 +24,11 @@ By default ``alpha`` is fixed (the paper's non-Lagrangian form, its choice for t
 term becomes ``alpha' * (alpha * gap_i - tau)`` for each critic, and ``alpha'`` (from 1, kept in
 ``[0, 1e6]``) is learnt by dual ascent, growing while the weighted gap exceeds tau and shrinking below it,
 so the critics hold the gap near tau whatever the scale of the rewards.
+
+With ``bc_warmup_updates`` > 0 the actor first learns by behaviour cloning, as the authors' code does (its
+``policy_eval_start``): for that many updates it maximises the log-likelihood of the dataset's action,
+``alpha x log pi(a|s) - log pi(a_data|s)``, in place of the critics' value of its own, while the critics
+already learn as above; then SAC's actor loss takes over.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import NamedTuple
 import attrs
 import tensorflow as tf
 from rlengine_algorithms.critics import Transition, weighted_mean
+from rlengine_algorithms.exploration import HALF_LOG_2PI, tanh_log_prob
 from rlengine_algorithms.optimizers import FusedAdam
 from rlengine_algorithms.sac import SAC, SACConfig, SACInfo
 
@@ -62,6 +68,9 @@ class CQLConfig(SACConfig):
     target_action_gap: float = attrs.field(default=0.0, validator=_v.ge(0))
     #: Adam step size of log alpha' (the Lagrangian form only)
     alpha_prime_lr: float = attrs.field(default=3e-4, validator=_v.gt(0))
+    #: updates in which the actor clones the dataset's actions before it maximises the critics' value
+    #: (the authors' ``policy_eval_start``, 40000 in their code for the Gym tasks); 0: none
+    bc_warmup_updates: int = attrs.field(default=0, validator=_v.ge(0))
 
 
 def conservative_gap(q_sampled, log_density, q_data):
@@ -77,6 +86,7 @@ def conservative_gap(q_sampled, log_density, q_data):
 class CQLInfo(NamedTuple):
     sac: SACInfo  # what SAC's losses read
     gap: tf.Tensor  # [2, B] conservative_gap of each critic
+    data_log_prob: tf.Tensor  # [B] log pi(a_data|s), the actor's likelihood of the dataset's action
 
 
 class CQL(SAC):
@@ -84,6 +94,9 @@ class CQL(SAC):
 
     def __init__(self, time_step_spec, action_spec, config):
         refuse_discrete("cql", action_spec)
+        if config.bc_warmup_updates and config.use_sde:
+            raise rlengine.ConfigError("cql.bc_warmup_updates clones the dataset's actions by the actor's own "
+                                       "Gaussian, which cql.use_sde replaces: set one of them only")
         super().__init__(time_step_spec, action_spec, config)
         self.lagrangian = config.target_action_gap > 0
         if self.lagrangian:
@@ -102,7 +115,21 @@ class CQL(SAC):
         inputs = tf.concat([repeated, actions], -1)
         q_sampled = tf.reshape(self.critic(tf.reshape(inputs, [-1, inputs.shape[-1]])), [2, n, -1])
         gap = conservative_gap(q_sampled, log_density, step.info.q)
-        return step._replace(info=CQLInfo(step.info, gap))
+        data_log_prob = self._log_prob_of(obs, self.scale.to_unit(batch.action))
+        sac = step.info
+        if self.config.bc_warmup_updates:
+            # SAC's actor loss maximises min_i q_policy[i]; while warming up, that is the data's log-likelihood.
+            warming_up = self.optimizers[0][0].iterations < self.config.bc_warmup_updates
+            sac = sac._replace(q_policy=tf.where(warming_up, tf.stack([data_log_prob] * 2), sac.q_policy))
+        return step._replace(info=CQLInfo(sac, gap, data_log_prob))
+
+    def _log_prob_of(self, obs, unit_action):
+        """``[B]`` log pi(a|s) of actions in [-1, 1] under the tanh-squashed Gaussian (SAC's actor without gSDE)."""
+        loc, log_std, _ = self._actor(obs)
+        if log_std is None:
+            return tf.zeros_like(loc[:, 0])  # gSDE: no per-state Gaussian to score (the warm-up refuses it)
+        u = tf.atanh(tf.clip_by_value(unit_action, -1.0 + 1e-6, 1.0 - 1e-6))
+        return tanh_log_prob(u, -0.5 * tf.square((u - loc) * tf.exp(-log_std)) - log_std - HALF_LOG_2PI)
 
     def _sampled_actions(self, obs, next_obs):
         """``([3N, B, dim] actions in [-1, 1], [3N, B] log densities)``: N uniform, N of the policy at ``s``,
@@ -135,13 +162,14 @@ class CQL(SAC):
         extra = dict(zip((v.ref() for v in critic_variables), tape.gradient(conservative, critic_variables)))
         grads_and_vars = [(_add(grad, extra.get(var.ref())), var) for grad, var in grads_and_vars]
         terms = dict(loss_info.extra, conservative=conservative)
-        diagnostics = dict(loss_info.diagnostics, conservative_gap=weighted_mean(info.gap[0], info.sac.mask))
+        diagnostics = dict(loss_info.diagnostics, conservative_gap=weighted_mean(info.gap[0], info.sac.mask),
+                           data_log_prob=weighted_mean(info.data_log_prob, info.sac.mask))
         if self.lagrangian:
             grads_and_vars.append((tape.gradient(alpha_prime_loss, self.log_alpha_prime), self.log_alpha_prime))
             terms["alpha_prime"] = alpha_prime_loss
             diagnostics["alpha_prime"] = alpha_prime
-        return loss_info._replace(loss=loss_info.loss + sum(terms[k] for k in terms if k not in loss_info.extra),
-                                  extra=terms, diagnostics=diagnostics), grads_and_vars
+        added = conservative + alpha_prime_loss if self.lagrangian else conservative
+        return loss_info._replace(loss=loss_info.loss + added, extra=terms, diagnostics=diagnostics), grads_and_vars
 
 
 def _add(grad, extra):

@@ -127,3 +127,28 @@ def test_cql_learns_to_swing_pendulum_up_from_sabotaged_demonstrations(record, o
                                     if "diagnostics/conservative_gap" in row])
     assert rows[0]["eval/normalized_score"] < 30  # after 2500 updates, near the random reference
     assert rows[-1]["eval/average_return"] > -1000 and rows[-1]["eval/normalized_score"] > 40
+
+
+@pytest.mark.thorough  # two runs of 400 updates
+def test_the_behaviour_cloning_warm_up_trains_the_actor_toward_the_datasets_actions(record, offline_plugins,
+                                                                                     tmp_path):
+    def steady(_):
+        return np.array([1.5], np.float32)  # three quarters of Pendulum's largest torque, whatever the state
+
+    record("pendulum/steady-v0", "Pendulum-v1", 2, steady)
+    small = {"mini_batch_size": 64, "hidden_sizes": [32, 32], "num_sampled_actions": 3, "actor_lr": 3e-3,
+             "initial_alpha": 0.01, "learn_alpha": False}  # a small entropy bonus: the clone may grow sure
+    likelihood, greedy = {}, {}
+    for warmup in (0, 400):
+        root = tmp_path / f"warmup-{warmup}"
+        cql_engine(offline_plugins, root, "pendulum/steady-v0", 400, 100,
+                   cql=small | {"bc_warmup_updates": warmup}).train()
+        likelihood[warmup] = MemoryWriter.last.rows[-1]["diagnostics/data_log_prob"]
+        policy = rlengine.load(str(root), backend="tensorflow", extra_plugins=offline_plugins)
+        greedy[warmup] = float(policy.predict(np.array([1.0, 0.0, 0.0], np.float32))[0][0])
+    # Cloning, the actor puts its mass on the data's one action; maximising the critics, it does not.
+    assert likelihood[400] > 2.0 > likelihood[0]
+    assert abs(greedy[400] - 1.5) < 0.1 < abs(greedy[0] - 1.5)
+    with pytest.raises(rlengine.ConfigError, match="cql.bc_warmup_updates clones .* set one of them only"):
+        cql_engine(offline_plugins, tmp_path / "sde", "pendulum/steady-v0", 10, 10,
+                   cql=small | {"bc_warmup_updates": 5, "use_sde": True}).train()

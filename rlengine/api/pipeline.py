@@ -117,6 +117,14 @@ class Pipeline:
         """The environments to close when the run ends (after :meth:`stop`)."""
         return list(self.context.envs)
 
+    def row_group_sources(self) -> list:
+        """Where the episode statistics learn each row's group and whether episodes have outcomes (read
+        once the pipeline has started): objects with the environment attributes ``num_envs``, ``env_id``,
+        ``copy_ids`` and the optional ``row_groups`` and ``episode_outcomes``
+        (:class:`~rlengine.api.environment.Environment`). The default: :attr:`envs`. A pipeline whose
+        environments live elsewhere (remote workers) returns what they report (API 1.12)."""
+        return self.envs
+
     def start(self) -> None:
         """Start collecting from fresh episodes."""
         raise NotImplementedError

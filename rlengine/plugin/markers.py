@@ -8,7 +8,7 @@ PROJECT = "rlengine"  # the pluggy project name and the entry-point group
 
 #: Version of the plugin API (hooks and interfaces). Plugins state the range
 #: they support; a change that breaks plugins bumps the major number.
-API_VERSION = "1.11"
+API_VERSION = "1.12"
 
 #: The core's version, ``rlengine.__version__`` (defined here so that the plugin host,
 #: which reports it for the built-in plugins, need not import the facade above it).

@@ -77,7 +77,7 @@ class Trainer:
         self.cfg = run.config.train
         self.steps_per_iteration = self.cfg.unroll_length * self.cfg.num_envs
         # saved with checkpoints, for episodes that continue; per agent too where the rows are agents
-        self.stats = EpisodeStats(self.cfg.num_envs, RowGroups.of(components.envs, self.cfg.num_envs))
+        self.stats = EpisodeStats(self.cfg.num_envs)  # its row groups once the pipeline has started
         self.checkpoints = RunCheckpoints(run, components, self.stats, plugins)  # a run dir with checkpoints resumes
         self.checkpoint = self.checkpoints.checkpoint
         self.best = BestCheckpoint(run.root_dir, components)  # checkpoints/best/: written by _evaluate
@@ -92,6 +92,8 @@ class Trainer:
     def train(self) -> TrainResult:
         run = self.run
         self.checkpoints.restore_or_start()
+        # remote workers report their rows' groups when they start, so they are read only now
+        self.stats.groups = RowGroups.of(self.components.pipeline.row_group_sources(), self.cfg.num_envs)
         self.best.resume()  # the best return so far, from its marker
         self.startup.phase("restore")
         if self.on_started is not None:

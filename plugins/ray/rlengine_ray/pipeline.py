@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+import attrs
 import numpy as np
 import tensorflow as tf
 
@@ -31,6 +32,17 @@ from rlengine import ActingWeights, ConfigError, Iteration, Pipeline, PipelineCo
 from rlengine.errors import WorkerError
 from rlengine.learn.schedule import UpdateSchedule
 from rlengine_ray.config import RayConfig, runner_layout
+
+
+@attrs.frozen(kw_only=True)
+class RemoteRows:
+    """A runner's environment as the episode statistics see it (what ``RowGroups.of`` reads)."""
+
+    env_id: str
+    num_envs: int
+    copy_ids: list
+    row_groups: Any  # None, or one name (or tuple of names) per row
+    episode_outcomes: bool
 
 
 class RayPipeline(Pipeline):
@@ -84,6 +96,10 @@ class RayPipeline(Pipeline):
         except BaseException:
             self.stop()
             raise
+
+    def row_group_sources(self) -> list:
+        """The rows of every runner's environment, as the runners described them when they started."""
+        return [RemoteRows(**d["rows"]) for d in (self.fleet.descriptions if self.fleet else []) if d]
 
     def stop(self) -> None:
         """Kill every runner, then leave Ray (a local Ray this run started shuts down with it)."""

@@ -68,7 +68,15 @@ class EnvRunner:
         return {"runner": self.index, "pid": os.getpid(), "host": socket.gethostname(),
                 "node_id": ray.get_runtime_context().get_node_id(), "incarnation": self.incarnation,
                 "variables": self.collector.weights.layout(),
-                "experience": repr(self.collector.specs.experience)}
+                "experience": repr(self.collector.specs.experience), "rows": self._rows()}
+
+    def _rows(self) -> dict:
+        """What the learner's episode statistics need of this runner's environment (its rows' groups)."""
+        env = self.collector.env
+        groups = getattr(env, "row_groups", None)
+        return {"env_id": env.env_id, "num_envs": env.num_envs, "copy_ids": [int(i) for i in env.copy_ids],
+                "row_groups": None if groups is None else list(groups),
+                "episode_outcomes": bool(getattr(env, "episode_outcomes", False))}
 
     def sample(self, request: int, weights_ref: list, version: int, random_actions: bool) -> Unroll:
         """One unroll with the policy of ``version`` (``weights_ref``: ``[ObjectRef]`` of its values)."""

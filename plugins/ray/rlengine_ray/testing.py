@@ -10,6 +10,7 @@
   ``hang_at_step``-th. With ``once_file`` the fault happens once: the env
   writes that file when it strikes and never strikes while it exists, so a
   restarted runner runs on.
+* ``teams`` (environment): ``chaos`` whose rows are two groups, ``even`` and ``odd`` copies, with win rates.
 
 Register with ``extra_plugins=testing_plugins()``; :func:`ray_config` is a tiny run on them.
 """
@@ -94,6 +95,17 @@ class ChaosEnv(CountingEnv):
                 f.write(str(os.getpid()))
 
 
+class TeamsEnv(ChaosEnv):
+    """``chaos`` whose rows are two teams by the parity of their env id, with outcomes (a reward above 0 is
+    a win): what a multi-agent environment declares for the engine's per-group metrics."""
+
+    episode_outcomes = True
+
+    @property
+    def row_groups(self) -> list:
+        return ["even" if i % 2 == 0 else "odd" for i in self.ids.tolist()]
+
+
 @hookimpl
 def rlengine_register_algorithms(register):
     register("probe", ProbeAlgorithm)
@@ -103,6 +115,7 @@ def rlengine_register_algorithms(register):
 @hookimpl
 def rlengine_register_environments(register):
     register("chaos", ChaosEnv)
+    register("teams", TeamsEnv)
 
 
 def testing_plugins() -> list:

@@ -52,6 +52,21 @@ def test_normalize_statistics_merge_every_runners_observations(local_ray, compon
     np.testing.assert_allclose(normalize.mean[0].numpy()[1], expected_id_mean, rtol=1e-9)
 
 
+@pytest.mark.ray
+def test_each_row_groups_episodes_are_reported_from_the_runners_environments(local_ray, tmp_path):
+    from rlengine.testing import MemoryWriter
+
+    result = _engine(tmp_path, env="teams", writers=["memory"]).train()
+    assert result.env_steps == 64
+    rows = [row for row in MemoryWriter.last.rows if "train/episode_return" in row]
+    assert rows
+    for row in rows:  # the chaos env's episodes: 4 steps of reward 1 + action, 4 to 8
+        for team in ("even", "odd"):  # copies 0, 2 and 1, 3: one of each in each runner
+            assert 4.0 <= row[f"train/{team}/episode_return"] <= 8.0
+            assert row[f"train/{team}/win_rate"] == 1.0
+        assert row["train/win_rate"] == 1.0 and row["train/loss_rate"] == 0.0
+
+
 class StopAt:
     """Fails the run right after the checkpoint of iteration ``at``, like a crash."""
 

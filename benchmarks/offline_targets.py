@@ -15,6 +15,11 @@ Printed: the references, the dataset's own average return (normalised), and per 
 best evaluation, normalised, their mean and std over seeds, and seconds per run.
 
     nice -n 10 python benchmarks/offline_targets.py [--algorithms td3_bc,iql,bc] [--seeds 3] [--updates 50000]
+
+``--task halfcheetah`` is the HalfCheetah target instead: the "medium" dataset as D4RL made it, ``--episodes``
+episodes of a part-trained SAC (the ``sac/HalfCheetah-v5`` preset stopped after ``--medium-steps``, default
+50,000) sampling its own actions (``rlengine collect --noise explore``); each algorithm's evaluations are
+printed beside the dataset's own average return, the figure to reach.
 """
 
 from __future__ import annotations
@@ -26,11 +31,15 @@ import statistics
 import subprocess
 import tempfile
 import time
+from typing import Callable
 
 import numpy as np
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "td3_pendulum.toml")
 DATASET = "pendulum/medium-replay-v0"
+SAC_HALFCHEETAH = os.path.join(os.path.dirname(__file__), "..", "plugins", "algorithms", "rlengine_algorithms",
+                               "presets", "sac_HalfCheetah-v5.toml")
+HALFCHEETAH = "halfcheetah/medium-v0"
 
 
 def rlengine(*argv: str) -> str:
@@ -70,17 +79,28 @@ def eval_returns(run_dir: str) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=["pendulum", "halfcheetah"], default="pendulum")
+    parser.add_argument("--episodes", type=int, default=100, help="halfcheetah: dataset episodes (1,000 steps)")
     parser.add_argument("--algorithms", default="td3_bc,iql,bc")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--updates", type=int, default=50_000)
     parser.add_argument("--eval-every", type=int, default=10_000)
-    parser.add_argument("--medium-steps", type=int, default=3_000, help="env steps of the part-trained run")
+    parser.add_argument("--medium-steps", type=int, help="env steps of the part-trained run (default: "
+                        "3,000 for pendulum, 50,000 for halfcheetah)")
     parser.add_argument("--reference-episodes", type=int, default=50)
     parser.add_argument("--work-dir", help="default: a new temporary directory")
     args = parser.parse_args()
     work = args.work_dir or tempfile.mkdtemp(prefix="offline-targets-")
     os.environ["MINARI_DATASETS_PATH"] = os.path.join(work, "datasets")
     print(f"runs and datasets in {work}", flush=True)
+    if args.task == "halfcheetah":
+        medium = os.path.join(work, "medium")
+        if not os.path.isdir(medium):
+            rlengine("train", SAC_HALFCHEETAH, "--root-dir", medium, "--num-env-steps", str(args.medium_steps or 50_000))
+            print(rlengine("collect", medium, "--episodes", str(args.episodes), "--noise", "explore", "--out",
+                           HALFCHEETAH).strip(), flush=True)
+        train_all(args, work, HALFCHEETAH, lambda value: value)
+        return
 
     expert = os.path.join(work, "expert")
     if not os.path.isdir(expert):
@@ -94,27 +114,33 @@ def main() -> None:
 
     medium = os.path.join(work, "medium")
     if not os.path.isdir(medium):
-        rlengine("train", EXAMPLE, "--root-dir", medium, "--num-env-steps", str(args.medium_steps),
+        rlengine("train", EXAMPLE, "--root-dir", medium, "--num-env-steps", str(args.medium_steps or 3_000),
                  "--set", "train.target_return=0")
         print(rlengine("collect", medium, "--from-replay", "--out", DATASET).strip(), flush=True)
     part = evaluated(medium, args.reference_episodes, "latest")
-    print(f"the medium run's policy at {args.medium_steps} env steps: {part:.1f} (normalised "
+    print(f"the medium run's policy at {args.medium_steps or 3_000} env steps: {part:.1f} (normalised "
           f"{normalised(part):.1f})", flush=True)
 
+    train_all(args, work, DATASET, normalised)
+
+
+def train_all(args: argparse.Namespace, work: str, dataset: str, score: Callable[[float], float]) -> None:
+    """Each of ``--algorithms`` trained from ``dataset`` on every seed; its evaluations printed as ``score``
+    gives them (normalised, or as they are)."""
     per_iteration = min(args.eval_every, 1000)
     for algorithm in args.algorithms.split(","):
         lasts, bests, seconds = [], [], []
         for seed in range(args.seeds):
             run = os.path.join(work, f"{algorithm}-{seed}")
             start = time.monotonic()
-            rlengine("train", "--algorithm", algorithm, "--dataset", DATASET, "--seed", str(seed), "--root-dir", run,
+            rlengine("train", "--algorithm", algorithm, "--dataset", dataset, "--seed", str(seed), "--root-dir", run,
                      "--num-env-steps", str(args.updates), "--set", f"offline.updates_per_iteration={per_iteration}",
                      "--set", f"train.eval_interval={args.eval_every // per_iteration}")
             seconds.append(time.monotonic() - start)
-            returns = [normalised(r) for r in eval_returns(run)]
+            returns = [score(r) for r in eval_returns(run)]
             lasts.append(returns[-1])
             bests.append(max(returns))
-            print(f"{algorithm} seed {seed}: normalised evaluations {', '.join(f'{r:.1f}' for r in returns)} "
+            print(f"{algorithm} seed {seed}: evaluations {', '.join(f'{r:.1f}' for r in returns)} "
                   f"({seconds[-1]:.0f} s)", flush=True)
         spread = statistics.pstdev(lasts) if len(lasts) > 1 else 0.0
         print(f"{algorithm}: last {statistics.mean(lasts):.1f} +- {spread:.1f}, best {statistics.mean(bests):.1f}, "

@@ -83,6 +83,11 @@ class TrainConfig:
     # two or more devices (["/GPU:0", "/GPU:1"]): the algorithm's variables are mirrored on each, every minibatch
     # is split over them and the gradients averaged (docs/configuration.md#several-learner-devices); empty: train.device
     learner_devices: list = attrs.field(factory=list)
+    # "host:port" of every process of a multi-worker learner, the chief (index 0) first: each runs this config
+    # with its own train.worker_index, collects its own data and averages every update's gradients with the
+    # others (docs/configuration.md#several-learner-workers); empty: one process
+    learner_workers: list = attrs.field(factory=list)
+    worker_index: int = attrs.field(default=0, validator=_non_negative)  # this process's place in learner_workers
     # threads TensorFlow may split one op over: "auto" is 1 for vector observations (small networks: 1.2x the
     # updates/s: benchmarks/intra_op_threads.py) and one per core for images (convolutions); 0: TensorFlow's choice (docs/configuration.md#threads)
     intra_op_threads: Union[int, str] = attrs.field(default="auto", validator=_auto_or_non_negative)

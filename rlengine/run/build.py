@@ -29,7 +29,7 @@ from rlengine.files import writing
 from rlengine.learn.learner import Learner
 from rlengine.learn.replay.buffer import ReplayBuffer, kept_in_replay
 from rlengine.learn.replay.frames import replay_frame_stacks
-from rlengine.learn.replicas import learner_replicas, learner_scope
+from rlengine.learn.replicas import learner_replicas, learner_scope, worker_replicas
 from rlengine.learn.reward_scale import RewardScale
 from rlengine.plugin.manager import Plugins
 from rlengine.plugin.registry import config_section_kinds
@@ -212,10 +212,11 @@ def build_components(config: RunConfig, plugins: Plugins, root_dir: str, writers
                                         run_dir=root_dir)
         env = envs[0] if envs else (spec_env := make_environment(config, plugins, 1, cfg.seed, run_dir=root_dir))  # remote collection
         raw_spec = env.time_step_spec()
+        workers = worker_replicas(cfg) if training else None  # TensorFlow joins workers before its first op
         start_runtime(cfg.intra_op_threads, raw_spec.observation)  # the first op: the pools are fixed from here
         device = checked_device("train.device", cfg.device)
         checked_device("train.actor_device", cfg.actor_device)
-        replicas = learner_replicas(cfg) if training else None
+        replicas = workers or (learner_replicas(cfg) if training else None)
         with learner_scope(device, replicas):  # the algorithm's variables, optimizer slots and statistics
             chain, algorithm = build_acting(config, plugins, raw_spec, env.action_spec())
             converters = Converters(reg.distributions)

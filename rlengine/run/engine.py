@@ -24,6 +24,7 @@ from rlengine.api.run import Run
 from rlengine.config import RunConfig, apply_overrides, build_config, default_root_dir
 from rlengine.config.presets import Preset, naming_preset, starting_config
 from rlengine.errors import RLEngineError
+from rlengine.learn.replicas import worker_train_config
 from rlengine.plugin.manager import Plugins, build_plugins
 from rlengine.run.build import Components, build_components, check_names, config_classes, environment_class
 from rlengine.run.callbacks import RunCallbacks
@@ -79,6 +80,8 @@ class Engine:
             configured = self.plugins.call_chained("rlengine_configure", "config", config_obj, expect=RunConfig)
             check_names(configured, self.plugins)
         self.config: RunConfig = configured.with_default_sections(used_sections(configured, self.plugins))
+        # a worker of a multi-worker learner writes and seeds its own run (the chief's: the config's)
+        self.config = attrs.evolve(self.config, train=worker_train_config(self.config.train))
 
     @classmethod
     def from_toml(cls, path: str, overrides: Iterable[str] = (), **kwargs: Any) -> "Engine":

@@ -26,8 +26,9 @@ from rlengine.api.pipeline import Iteration
 from rlengine.api.run import Run
 from rlengine.collect import stopping
 from rlengine.collect.faults import EnvironmentFault
-from rlengine.errors import PluginError, TrainingInterrupted, WorkerError, one_line
+from rlengine.errors import ConfigError, PluginError, TrainingInterrupted, WorkerError, one_line
 from rlengine.learn.learner import SKIPPED_UPDATES
+from rlengine.learn.replicas import LOST_WORKER_ERRORS
 from rlengine.run.build import Components
 from rlengine.run.checkpoints.best import BestCheckpoint
 from rlengine.run.checkpoints.schedule import CheckpointSchedule
@@ -77,6 +78,9 @@ class Trainer:
         self.cfg = run.config.train
         self.steps_per_iteration = self.cfg.unroll_length * self.cfg.num_envs
         # saved with checkpoints, for episodes that continue; per agent too where the rows are agents
+        self.workers = components.learner.replicas  # several learner workers decide together; None: one process
+        if self.workers is not None and not self.workers.workers:
+            self.workers = None  # several devices of one process decide nothing apart
         self.stats = EpisodeStats(self.cfg.num_envs)  # its row groups once the pipeline has started
         self.checkpoints = RunCheckpoints(run, components, self.stats, plugins)  # a run dir with checkpoints resumes
         self.checkpoint = self.checkpoints.checkpoint
@@ -92,6 +96,7 @@ class Trainer:
     def train(self) -> TrainResult:
         run = self.run
         self.checkpoints.restore_or_start()
+        self._check_workers_resumed_together()
         # remote workers report their rows' groups when they start, so they are read only now
         self.stats.groups = RowGroups.of(self.components.pipeline.row_group_sources(), self.cfg.num_envs)
         self.best.resume()  # the best return so far, from its marker
@@ -122,17 +127,39 @@ class Trainer:
             if cfg.eval_interval and (finished or run.iteration % cfg.eval_interval == 0):
                 self.last_eval = self._evaluate()
                 self.eval_history.append((run.env_steps, self.train_time(), self.last_eval))
-                if cfg.target_return is not None and self.last_eval >= cfg.target_return:
+                if self._chief_says(cfg.target_return is not None and self.last_eval >= cfg.target_return):
                     self.save()
                     return True
-            if finished or self.schedule.due(run.iteration):
+            if finished or self._chief_says(self.schedule.due(run.iteration)):
                 self.save()
             self._guard_nonfinite()
-            if not finished:
-                stopping.raise_if_requested("training")  # a signal: stop after this iteration
-                if run.stop_reason is not None:  # a hook's Run.request_stop: a normal finish, budget unspent
-                    return False
+            if not finished and self._stops_early():
+                return False
         return False
+
+    def _check_workers_resumed_together(self) -> None:
+        if self.workers is None:
+            return
+        iterations = self.workers.every_workers(self.run.iteration)
+        if len(set(iterations)) > 1:
+            raise ConfigError(f"train.learner_workers: the workers resumed at iterations {iterations} (the chief "
+                              "first), and they must resume one: delete the newer checkpoints (checkpoints/ckpt-N.*) "
+                              "of the workers ahead, then start every worker again")
+
+    # -- several learner workers: each decision that ends or saves an iteration is taken together ---------
+    def _chief_says(self, decision: bool) -> bool:
+        """``decision`` as the chief took it, on every worker of a multi-worker learner (else as it is)."""
+        return decision if self.workers is None else bool(self.workers.chief_says(int(decision)))
+
+    def _stops_early(self) -> bool:
+        """After an iteration: a signal raises StopRequested; a hook's Run.request_stop (or, with several
+        learner workers, another worker's stop) ends the run normally with its budget unspent."""
+        own = stopping.requested() is not None or self.run.stop_reason is not None
+        if self.workers is not None and any(self.workers.every_workers(int(own))) and not own:
+            self.run.request_stop("another learner worker stopped")
+            return True
+        stopping.raise_if_requested("training")  # a signal: stop after this iteration
+        return self.run.stop_reason is not None
 
     def _iterate(self) -> None:
         run, cfg, parts, stats = self.run, self.cfg, self.components, self.stats
@@ -245,6 +272,10 @@ class Trainer:
         becomes :class:`TrainingInterrupted`; any other error stays itself,
         with a note naming the checkpoint (shown with its traceback, if any).
         """
+        if self.workers is not None and isinstance(error, LOST_WORKER_ERRORS):
+            return WorkerError(f"train.learner_workers: another learner worker stopped answering (it ended or "
+                               f"died): {one_line(error)}; every worker's newest checkpoint is kept, and starting "
+                               "every worker again with its own command resumes the run")
         path = self._last_checkpoint(error) if self._may_save_after(error) else None
         signal_number = signals.stop_requested()
         if signal_number is not None and isinstance(error, (stopping.StopRequested, *COLLECTION_ERRORS)):

@@ -82,6 +82,30 @@ RUNS = textwrap.dedent('''
     print(json.dumps(out))
 ''')
 
+#: worker 1 dies (os._exit, as a kill would end it) after iteration 3; the chief reports what it raised
+LOSES_ONE = textwrap.dedent('''
+    import json, os, sys
+    from rlengine import hookimpl
+    from rlengine.run.engine import Engine
+    from rlengine.testing import testing_plugin, tiny_config
+
+    root, index, workers = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+
+    class Dies:
+        @hookimpl
+        def rlengine_checkpoint_saved(self, run, iteration, path):
+            if index == 1 and iteration == 2:
+                os._exit(3)
+
+    config = tiny_config(f"{root}/run", algorithm="toy", learner_workers=workers, worker_index=index,
+                         num_env_steps=4000, checkpoint_interval=2, eval_interval=0)
+    try:
+        Engine(config, extra_plugins=[("testing", testing_plugin()), ("dies", Dies())]).train()
+        print(json.dumps({"error": None}))
+    except Exception as error:
+        print(json.dumps({"error": str(error), "type": type(error).__name__}))
+''')
+
 
 def free_ports(count: int) -> list:
     sockets = [socket.socket() for _ in range(count)]
@@ -93,7 +117,7 @@ def free_ports(count: int) -> list:
     return ports
 
 
-def side_by_side(script: str, argv_of) -> list:
+def side_by_side(script: str, argv_of, ok_codes=(0,)) -> list:
     """Each worker's printed JSON, the two started at once on fresh ports (``argv_of(index, workers)``: its
     arguments)."""
     workers = [f"localhost:{port}" for port in free_ports(2)]
@@ -102,8 +126,8 @@ def side_by_side(script: str, argv_of) -> list:
                                   stderr=subprocess.PIPE, text=True, env=env) for index in range(2)]
     outputs = [p.communicate(timeout=600) for p in processes]
     for p, (_, err) in zip(processes, outputs):
-        assert p.returncode == 0, err[-3000:]
-    return [json.loads(out.splitlines()[-1]) for out, _ in outputs]
+        assert p.returncode in ok_codes, err[-3000:]
+    return [json.loads(out.splitlines()[-1]) if out.strip() else None for out, _ in outputs]
 
 
 @pytest.mark.thorough  # two processes that import TensorFlow: the package's tox env runs it
@@ -169,3 +193,14 @@ def test_worker_settings_that_cannot_run_are_one_line_before_anything_starts(tmp
         Engine(config, extra_plugins=[("testing", testing_plugin())])
     assert culprit in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.thorough
+def test_a_lost_worker_stops_the_others_in_one_line_and_their_checkpoints_stay(tmp_path):
+    chief, dead = side_by_side(LOSES_ONE, lambda index, workers: [str(tmp_path), str(index), json.dumps(workers)],
+                               ok_codes=(0, 3))
+    assert dead is None  # it died without a word
+    assert chief["type"] == "WorkerError" and "\n" not in chief["error"]
+    assert chief["error"].startswith("train.learner_workers: another learner worker stopped answering")
+    assert "starting every worker again with its own command resumes the run" in chief["error"]
+    assert (tmp_path / "run" / "checkpoints" / "ckpt-2.index").exists()  # the chief's checkpoints are kept

@@ -8,8 +8,9 @@ to, the one study in ``study.log``: Optuna's journal file takes writers from
 several processes (each append holds its lock file). Asking is serialised by
 ``ask.lock`` so the jobs together start no more than ``--trials`` trials.
 
-Each job's sampler is seeded apart (:func:`rlengine_optuna.tuner.session_seed`
-mixes in its index), else all would draw the same first random trials.
+The random startup trials are drawn by trial number (:mod:`rlengine_optuna.sampling`), so the jobs
+train the startup trials a tune without ``--jobs`` trains; TPE's own seed is each job's
+(:func:`rlengine_optuna.tuner.session_seed` mixes in its index).
 Each job runs in a session of its own, so Ctrl-C reaches only job 0, which
 passes one SIGINT on (:func:`stop_jobs`): each job queues its running trial
 again, as a single tune does; a job also gets SIGINT when job 0 dies. A job

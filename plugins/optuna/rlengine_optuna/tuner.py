@@ -34,6 +34,7 @@ from rlengine_optuna import jobs, report
 from rlengine_optuna import study as studies
 from rlengine_optuna.journal import disk_full_stop
 from rlengine_optuna.params import Param, ParamError, parse_params, toml_value
+from rlengine_optuna.sampling import SeededStartup
 from rlengine_optuna.trial import FAIL, PRUNED, TrialReporter, run_trial
 
 #: Failed trials in a row (errors other than divergence) after which the study stops: they all fail alike.
@@ -160,12 +161,13 @@ class Tuner:
         return TuneResult(study, self.tune_dir, path, time.perf_counter() - start)
 
     def _configure(self, study: optuna.Study) -> None:
-        """TPE and the median pruner (which judges a trial only after a third of its budget: the first
-        evaluations say little); the sampler's seed moves on with the study, so a resumed session does
-        not draw its first trials' values again."""
+        """TPE (its random startup trials drawn by trial number: :mod:`rlengine_optuna.sampling`) and the
+        median pruner (which judges a trial only after a third of its budget: the first evaluations say
+        little); TPE's seed moves on with the study, so a resumed session does not draw again."""
         s = self.settings
-        study.sampler = optuna.samplers.TPESampler(n_startup_trials=s.startup_trials,
-                                                   seed=session_seed(self.seed, len(study.trials), s.job_index))
+        tpe = optuna.samplers.TPESampler(n_startup_trials=s.startup_trials,
+                                         seed=session_seed(self.seed, len(study.trials), s.job_index))
+        study.sampler = SeededStartup(self.seed, s.startup_trials, tpe)  # startup trials alike with any --jobs
         if isinstance(s.pruner, optuna.pruners.BasePruner):
             study.pruner = s.pruner
         elif s.pruner == "median":  # the first evaluations are noisy: judge a trial after a third of its budget

@@ -246,3 +246,32 @@ def test_a_journal_entry_that_is_not_json_is_one_line_naming_the_file_and_the_fi
     message = str(info.value)
     assert "\n" not in message and journal in message
     assert "line 2 of" in message and "move it aside" in message
+
+
+def test_startup_trials_draw_their_values_by_trial_number_whoever_asks_and_in_any_order():
+    from rlengine_optuna.sampling import SeededStartup
+
+    space = {"lr": optuna.distributions.FloatDistribution(1e-5, 1e-2, log=True),
+             "epochs": optuna.distributions.IntDistribution(4, 20)}
+
+    def study(job):
+        tpe = optuna.samplers.TPESampler(n_startup_trials=4, seed=100 + job)  # each job's TPE seeded apart
+        return optuna.create_study(sampler=SeededStartup(7, 4, tpe))
+
+    sequential = study(0)
+    for _ in range(4):
+        trial = sequential.ask(space)
+        sequential.tell(trial, trial.params["lr"])
+    # two jobs on one storage would ask trials 0..3 interleaved; here one study asked by two samplers in turn,
+    # told in reverse order
+    shared = study(0)
+    asked = []
+    for job in (0, 1, 0, 1):
+        shared.sampler = study(job).sampler
+        asked.append(shared.ask(space))
+    for trial in reversed(asked):
+        shared.tell(trial, trial.params["lr"])
+    assert [t.params for t in shared.trials] == [t.params for t in sequential.trials]
+    assert len({t.params["lr"] for t in sequential.trials}) == 4  # four draws, not one repeated
+    other_seed = optuna.create_study(sampler=SeededStartup(8, 4, optuna.samplers.TPESampler(seed=0)))
+    assert other_seed.ask(space).params != sequential.trials[0].params  # the study's seed matters

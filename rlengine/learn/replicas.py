@@ -108,6 +108,18 @@ class Replicas:
         with one process. Every worker must ask at the same point of its loop."""
         return int(self.every_workers(value)[0])
 
+    def check_resumed_together(self, iteration: int) -> None:
+        """One line unless every worker restored the same iteration (a crash between their checkpoints)."""
+        iterations = self.every_workers(iteration)
+        if len(set(iterations)) > 1:
+            raise ConfigError(f"train.learner_workers: the workers resumed at iterations {iterations} (the chief "
+                              "first), and they must resume one: delete the newer checkpoints (checkpoints/ckpt-N.*) "
+                              "of the workers ahead, then start every worker again")
+
+    def lost_a_worker(self, error: BaseException) -> bool:
+        """Whether ``error`` is a collective's, failed because another worker is gone."""
+        return self.workers and isinstance(error, LOST_WORKER_ERRORS)
+
     def every_workers(self, value: int) -> list:
         """``value`` of each worker, in worker order (``[value]`` with one process)."""
         if not self.workers:

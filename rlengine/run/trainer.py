@@ -26,9 +26,8 @@ from rlengine.api.pipeline import Iteration
 from rlengine.api.run import Run
 from rlengine.collect import stopping
 from rlengine.collect.faults import EnvironmentFault
-from rlengine.errors import ConfigError, PluginError, TrainingInterrupted, WorkerError, one_line
+from rlengine.errors import PluginError, TrainingInterrupted, WorkerError, one_line
 from rlengine.learn.learner import SKIPPED_UPDATES
-from rlengine.learn.replicas import LOST_WORKER_ERRORS
 from rlengine.run.build import Components
 from rlengine.run.checkpoints.best import BestCheckpoint
 from rlengine.run.checkpoints.schedule import CheckpointSchedule
@@ -96,7 +95,8 @@ class Trainer:
     def train(self) -> TrainResult:
         run = self.run
         self.checkpoints.restore_or_start()
-        self._check_workers_resumed_together()
+        if self.workers is not None:
+            self.workers.check_resumed_together(self.run.iteration)
         # remote workers report their rows' groups when they start, so they are read only now
         self.stats.groups = RowGroups.of(self.components.pipeline.row_group_sources(), self.cfg.num_envs)
         self.best.resume()  # the best return so far, from its marker
@@ -136,15 +136,6 @@ class Trainer:
             if not finished and self._stops_early():
                 return False
         return False
-
-    def _check_workers_resumed_together(self) -> None:
-        if self.workers is None:
-            return
-        iterations = self.workers.every_workers(self.run.iteration)
-        if len(set(iterations)) > 1:
-            raise ConfigError(f"train.learner_workers: the workers resumed at iterations {iterations} (the chief "
-                              "first), and they must resume one: delete the newer checkpoints (checkpoints/ckpt-N.*) "
-                              "of the workers ahead, then start every worker again")
 
     # -- several learner workers: each decision that ends or saves an iteration is taken together ---------
     def _chief_says(self, decision: bool) -> bool:
@@ -272,7 +263,7 @@ class Trainer:
         becomes :class:`TrainingInterrupted`; any other error stays itself,
         with a note naming the checkpoint (shown with its traceback, if any).
         """
-        if self.workers is not None and isinstance(error, LOST_WORKER_ERRORS):
+        if self.workers is not None and self.workers.lost_a_worker(error):
             return WorkerError(f"train.learner_workers: another learner worker stopped answering (it ended or "
                                f"died): {one_line(error)}; every worker's newest checkpoint is kept, and starting "
                                "every worker again with its own command resumes the run")

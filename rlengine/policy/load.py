@@ -67,6 +67,9 @@ def load(run_dir: str, checkpoint: Choice = LATEST, *, backend: str = "auto", se
 
         import_tensorflow()
         from rlengine.policy.build import traced_steps
+        from rlengine.run.process.runtime import warm_up
+
+        warm_up()  # TensorFlow's one-time notices on first use are silenced here as in a run
 
         return traced_steps(run_dir, config_path, chosen, seed, key_of, extra_plugins, disabled_plugins)
 

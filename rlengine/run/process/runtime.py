@@ -115,7 +115,7 @@ def start_runtime(intra_op_setting: int | str = 0, observation_spec: Any = ()) -
                       f"before the run was built; set TF_NUM_INTRAOP_THREADS={threads} before starting Python, or "
                       "build the Engine before running any TensorFlow op", file=sys.stderr)
     lighter_graph_optimization()
-    _warm_up()
+    warm_up()
 
 
 def lighter_graph_optimization() -> None:
@@ -146,7 +146,9 @@ def lighter_graph_optimization() -> None:
     runtime.function_call_options = None
 
 
-def _warm_up() -> None:
+def warm_up() -> None:
+    """Run, once per process and silenced, the first ops that make TensorFlow's C++ runtime print one-time
+    notices (oneDNN's on int32 sampling): a run calls it when it starts the runtime, ``rlengine.load`` too."""
     global _warmed_up
     import tensorflow as tf
 

@@ -159,5 +159,5 @@ def test_the_warm_up_leaves_the_global_seeds_sequence_alone(monkeypatch):
     expected = tf.random.normal([3]).numpy()
     monkeypatch.setattr(runtime, "_warmed_up", False)
     tf.random.set_seed(5)
-    runtime._warm_up()
+    runtime.warm_up()
     assert (tf.random.normal([3]).numpy() == expected).all()

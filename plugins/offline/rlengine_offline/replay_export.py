@@ -16,6 +16,7 @@ import os
 from typing import Any, Iterator, Optional
 
 import numpy as np
+import tensorflow as tf
 
 from rlengine import ConfigError, StepType
 
@@ -29,17 +30,9 @@ def episodes_of(rows: Any) -> Iterator[tuple]:
         if not len(ends) or np.any(step_type[start + 1:ends[0] + 1] == StepType.FIRST):
             continue  # still running when the checkpoint was written, or cut short before its LAST
         end = ends[0]
-        yield (_rows(rows.observation, start, end + 1), _rows(rows.action, start, end),
+        yield (tf.nest.map_structure(lambda leaf: leaf[start:end + 1], rows.observation),
+               tf.nest.map_structure(lambda leaf: leaf[start:end], rows.action),
                rows.reward[start + 1:end + 1], bool(rows.discount[end] == 0.0))
-
-
-def _rows(values: Any, start: int, stop: int) -> Any:
-    """Rows ``start:stop`` of every leaf of a nest of arrays."""
-    if isinstance(values, dict):
-        return {key: _rows(value, start, stop) for key, value in values.items()}
-    if isinstance(values, (tuple, list)):
-        return tuple(_rows(value, start, stop) for value in values)
-    return values[start:stop]
 
 
 def replay_engine(run_dir: str) -> Any:
